@@ -1,0 +1,53 @@
+# Two commands for a newcomer: `make book` and `make test` (see README.md).
+# Everything runs inside .venv, created on first use.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PROFILE ?= standard
+DEVICE ?= auto
+SEED ?= 0
+# TORCH=cpu (default) never downloads a CUDA build: it takes a local wheel if pip
+# is configured with one, else the CPU wheel from PyTorch's CPU index.
+# TORCH=cuda installs PyPI's default (CUDA) build; see README "Running on a GPU".
+TORCH ?= cpu
+TORCH_VERSION ?= 2.13.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+
+.PHONY: book test smoke install clean help
+
+help:
+	@echo "make book   - execute every chapter (profile=$(PROFILE)) and build _build/html"
+	@echo "make test   - run the whole test suite (includes a smoke build of the book)"
+	@echo "make smoke  - build the book at the smoke profile (minutes on 2 cores)"
+	@echo "make clean  - remove _build"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	@if ! $(BIN)/python -c "import torch" 2>/dev/null; then \
+	  if [ "$(TORCH)" = "cuda" ]; then \
+	    $(BIN)/python -m pip install "torch==$(TORCH_VERSION)"; \
+	  else \
+	    $(BIN)/python -m pip install --no-index --no-deps "torch==$(TORCH_VERSION)" 2>/dev/null || \
+	    $(BIN)/python -m pip install "torch==$(TORCH_VERSION)" --index-url $(TORCH_CPU_INDEX); \
+	  fi; \
+	fi
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@touch $@
+
+install: $(VENV)/.installed
+
+book: $(VENV)/.installed
+	$(BIN)/infonce-book build --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
+
+smoke: $(VENV)/.installed
+	$(BIN)/infonce-book build --profile smoke --device $(DEVICE) --seed $(SEED)
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf _build

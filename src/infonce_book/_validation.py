@@ -1,0 +1,79 @@
+"""Argument checks shared by the public functions (validate once, at the boundary)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+
+def check_tau(tau) -> float:
+    """Return ``tau`` as a float; raise if it is not a finite number > 0."""
+    if isinstance(tau, torch.Tensor):
+        if tau.numel() != 1:
+            raise ValueError(f"tau must be a scalar, got a tensor of shape {tuple(tau.shape)}")
+        tau = tau.item()
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
+        raise TypeError(f"tau must be a real number in (0, inf), got {tau!r}")
+    tau = float(tau)
+    if not math.isfinite(tau) or tau <= 0.0:
+        raise ValueError(f"tau must be in (0, inf) (finite, > 0), got tau={tau!r}")
+    return tau
+
+
+def check_k(k, name: str = "k") -> int:
+    """Return ``k`` as an int; raise if it is not an integer >= 1."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        if isinstance(k, numbers.Real) and float(k).is_integer() and math.isfinite(float(k)):
+            k = int(k)
+        else:
+            raise TypeError(f"{name} (number of negatives) must be an integer >= 1, got {k!r}")
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"{name} (number of negatives) must be an integer >= 1, got {name}={k}")
+    return k
+
+
+def check_nonneg(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in [0, inf), got {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or value < 0.0:
+        raise ValueError(f"{name} must be in [0, inf) (finite, >= 0), got {name}={value!r}")
+    return value
+
+
+def check_choice(value, name: str, choices) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {name}={value!r}")
+    return value
+
+
+def check_float_tensor(x, name: str) -> torch.Tensor:
+    """Raise unless ``x`` is a floating-point tensor with only finite entries."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not torch.is_floating_point(x):
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if x.numel() and not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    return x
+
+
+def check_unit_norm(x: torch.Tensor, name: str) -> None:
+    """Raise unless every row (last dimension) of ``x`` has Euclidean norm 1.
+
+    The tolerance follows the dtype: 1e-3 for float16/bfloat16, 1e-5 otherwise (relative).
+    """
+    if x.numel() == 0:
+        return
+    tol = 1e-2 if x.dtype in (torch.float16, torch.bfloat16) else 1e-4
+    norms = torch.linalg.vector_norm(x.detach().float(), dim=-1)
+    worst = float((norms - 1.0).abs().max())
+    if worst > tol:
+        raise ValueError(
+            f"{name} must have unit-norm rows (embeddings on the sphere S^(d-1)); the largest "
+            f"deviation |norm - 1| is {worst:.3g} > {tol:g}. Normalise first, e.g. "
+            f"torch.nn.functional.normalize({name}, dim=-1)"
+        )

@@ -1,0 +1,109 @@
+"""``infonce-book``: run one chapter, build the book, print the claims ledger.
+
+    infonce-book run CHAPTER [--profile P] [--device D] [--seed N] [--force]
+    infonce-book build [--profile P] [--device D] [--seed N] [--force]
+    infonce-book ledger [--format json|table]
+    infonce-book chapters
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .device import DEVICES
+from .profiles import PROFILES
+
+
+def _seed(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seed must be an integer >= 0, got {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"--seed must be an integer >= 0, got {n}")
+    return n
+
+
+def _device(value: str) -> str:
+    if value in DEVICES or value.startswith("cuda:"):
+        return value
+    raise argparse.ArgumentTypeError(f"--device must be one of {list(DEVICES)} (or cuda:N), got {value!r}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="infonce-book", description="Execute and build the InfoNCE book.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp):
+        sp.add_argument("--profile", choices=PROFILES, default="standard",
+                        help="experiment sizes: smoke (CI, minutes), standard (CPU), full (GPU)")
+        sp.add_argument("--device", type=_device, default="auto", help="auto (CUDA when present), cpu or cuda")
+        sp.add_argument("--seed", type=_seed, default=0, help="seed of every random draw (default 0)")
+        sp.add_argument("--force", action="store_true", help="re-execute even if nothing changed")
+        sp.add_argument("--build-dir", type=Path, default=None, help="build folder (default: _build)")
+
+    r = sub.add_parser("run", help="execute one chapter with papermill into _build/notebooks")
+    r.add_argument("chapter", help="chapter name, e.g. c1_rate (see `infonce-book chapters`)")
+    common(r)
+    b = sub.add_parser("build", help="execute every chapter (skipping unchanged ones) and build _build/html")
+    common(b)
+    lg = sub.add_parser("ledger", help="print the claims ledger of the last build")
+    lg.add_argument("--format", choices=("json", "table"), default="table")
+    lg.add_argument("--build-dir", type=Path, default=None)
+    sub.add_parser("chapters", help="list the executable chapters")
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    from .paths import project_root
+
+    root = project_root()
+    if not (root / "_toc.yml").is_file():
+        print(f"error: no _toc.yml found at or above {Path.cwd()}; run infonce-book inside the "
+              f"repository (or set INFONCE_BOOK_ROOT)", file=sys.stderr)
+        return 2
+    try:
+        from . import pipeline
+
+        if args.command == "chapters":
+            for name, path in pipeline.chapters(root).items():
+                print(f"{name}\t{path.relative_to(root)}")
+            return 0
+        if args.command == "ledger":
+            from .ledger import format_table, load_records
+
+            build_dir = (args.build_dir or root / "_build").resolve()
+            records = load_records(build_dir / "ledger") if (build_dir / "ledger").is_dir() else []
+            if args.format == "json":
+                print(json.dumps(records, indent=2))
+            else:
+                print(format_table(records) if records else "no ledger records: run `infonce-book build` first")
+            return 0
+        log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+        if args.command == "run":
+            res = pipeline.run_chapter(args.chapter, profile=args.profile, device=args.device, seed=args.seed,
+                                       build_dir=args.build_dir, force=args.force, root=root, log=log)
+            print(res.notebook)
+            return 0
+        if args.command == "build":
+            print(pipeline.build(profile=args.profile, device=args.device, seed=args.seed,
+                                 build_dir=args.build_dir, force=args.force, root=root, log=log))
+            return 0
+    except pipeline.ChapterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0  # pragma: no cover
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

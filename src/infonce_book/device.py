@@ -1,0 +1,39 @@
+"""Device selection: ``auto`` picks CUDA when present, else the CPU."""
+
+from __future__ import annotations
+
+import torch
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """Return the torch device for ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+
+    Raises:
+        ValueError: an unknown device name, or ``cuda`` requested on a machine without a GPU.
+    """
+    if isinstance(device, torch.device):
+        device = str(device)
+    if not isinstance(device, str):
+        raise TypeError(f"device must be one of {list(DEVICES)} (or 'cuda:N'), got {device!r}")
+    name = device.strip().lower()
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name == "cuda" or name.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device={device!r} was requested but no CUDA GPU is available on this machine "
+                f"(torch {torch.__version__}, cuda build: {torch.version.cuda}); use device='cpu' or 'auto'"
+            )
+        return torch.device(name)
+    raise ValueError(f"device must be one of {list(DEVICES)} (or 'cuda:N'), got device={device!r}")
+
+
+def describe(device: torch.device) -> str:
+    """A one-line human description of ``device`` (GPU name where there is one)."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return "cpu"

@@ -1,0 +1,303 @@
+"""Experiment runners: a configuration in, a tidy ``pandas`` table out, cached on disk.
+
+The cache key is a hash of the configuration, the function's name and the source of the whole
+package (so any change in ``src/`` invalidates it); tables are written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .bounds import bias_bounds, lipschitz_log_bound, uniform_bias_constant
+from .estimators import monte_carlo_bias
+from .exact import exact_bias, exact_bias_with_error
+from .models import VonMisesFisher
+from .paths import atomic_write_bytes, cache_dir
+
+
+def source_hash() -> str:
+    """SHA-256 of every ``.py`` file of the package (name and content)."""
+    h = hashlib.sha256()
+    pkg = Path(__file__).parent
+    for p in sorted(pkg.rglob("*.py")):
+        h.update(str(p.relative_to(pkg)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def cached(fn):
+    """Decorator: cache ``fn(**config) -> DataFrame`` under ``cache_dir()`` by config hash.
+
+    Pass ``use_cache=False`` to recompute (the result is still written).
+    """
+
+    def wrapper(use_cache: bool = True, **config):
+        key = hashlib.sha256(json.dumps({"fn": fn.__name__, "config": config, "src": source_hash()},
+                                        sort_keys=True, default=str).encode()).hexdigest()[:24]
+        path = cache_dir() / f"{fn.__name__}-{key}.pkl"
+        if use_cache and path.is_file():
+            try:
+                return pd.read_pickle(path)
+            except Exception:  # a corrupt entry is recomputed, never trusted
+                path.unlink(missing_ok=True)
+        table = fn(**config)
+        buf = io.BytesIO()
+        table.to_pickle(buf)
+        atomic_write_bytes(path, buf.getvalue())
+        return table
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    wrapper.uncached = fn
+    return wrapper
+
+
+def log_grid(k_max_log2: int, per_octave: int = 2) -> list[int]:
+    """Integers from 1 to 2^k_max_log2, about ``per_octave`` per doubling (distinct, sorted)."""
+    ks = np.unique(np.round(2.0 ** np.arange(0, k_max_log2 + 1e-9, 1.0 / per_octave)).astype(int))
+    return [int(k) for k in ks]
+
+
+@cached
+def c1_exact_curve(dim: int, kappa: float, tau: float, ks: list, variants=("standard", "decoupled")):
+    """Exact bias ``L_k - log k - L_inf`` against k, with the first/second-order predictions.
+
+    Columns: ``variant, k, bias, first_order, second_order, k_bias, c1, c2, c3``.
+    """
+    model = VonMisesFisher(dim, kappa)
+    rows = []
+    for variant in variants:
+        c1, c2, c3 = model.bias_coefficients(tau, variant, order=3)
+        b = exact_bias(model, ks, tau, variant)
+        for k, v in zip(ks, b):
+            rows.append({"variant": variant, "k": int(k), "bias": float(v), "first_order": c1 / k,
+                         "second_order": c1 / k + c2 / k**2, "k_bias": k * float(v),
+                         "c1": c1, "c2": c2, "c3": c3})
+    return pd.DataFrame(rows)
+
+
+@cached
+def c1_monte_carlo(dim: int, kappa: float, tau: float, ks: list, n_tuples: int, device: str, seed: int,
+                   batch_size: int = 1024, variant: str = "standard"):
+    """Monte Carlo estimates (plain and control-variate) of the bias at each k, with 95% CIs,
+    next to the exact value. Seeds are ``seed + index of k``.
+
+    Columns: ``k, exact, plain_mean, plain_low, plain_high, cv_mean, cv_se, cv_low, cv_high,
+    covered`` (exact value inside the cv interval), ``n_tuples, device``.
+    """
+    model = VonMisesFisher(dim, kappa)
+    exact = exact_bias(model, ks, tau, variant)
+    rows = []
+    for i, k in enumerate(ks):
+        r = monte_carlo_bias(model, k, tau, n_tuples, variant=variant, device=device, seed=seed + i,
+                             batch_size=batch_size, show_progress=True)
+        pl, cv = r["plain"], r["cv"]
+        rows.append({"k": int(k), "exact": float(exact[i]), "plain_mean": pl.mean, "plain_low": pl.ci[0],
+                     "plain_high": pl.ci[1], "cv_mean": cv.mean, "cv_se": cv.se, "cv_low": cv.ci[0],
+                     "cv_high": cv.ci[1], "covered": bool(cv.ci[0] <= exact[i] <= cv.ci[1]),
+                     "n_tuples": n_tuples, "device": r["device"]})
+    return pd.DataFrame(rows)
+
+
+@cached
+def c1_bounds(dim: int, kappa: float, tau: float, ks: list):
+    """|bias| and the bounds of the C1 chapter against k, as a long table (``k, curve, value``).
+
+    Curves: the exact |bias|; our bound with the model's moments and ``a = e^-beta/mu``; the
+    uniform ``C(tau)/k``; the Lipschitz-of-log bound with the model's moments and uniformly.
+    """
+    model = VonMisesFisher(dim, kappa)
+    beta = 1.0 / tau
+    mom = model.weight_moments(tau)
+    a = math.exp(-beta) / mom["mu"]
+    exact = np.abs(exact_bias(model, ks, tau, "standard"))
+    lower, upper = bias_bounds(ks, u1=mom["u1"], u2=mom["u2"], m2=mom["m2"], a=a)
+    ours_model = np.maximum(np.abs(lower), np.abs(upper))
+    kk = np.asarray(ks, dtype=float)
+    curves = {
+        "exact |bias|": exact,
+        "ours, model moments": ours_model,
+        r"ours, uniform $C(\tau)/k$": uniform_bias_constant(tau) / kk,
+        "Lipschitz-of-log, model moments": lipschitz_log_bound(ks, tau=tau, sigma=math.sqrt(mom["sigma2"]),
+                                                               mean_w_pos=mom["u1"] * mom["mu"]),
+        "Lipschitz-of-log, uniform": lipschitz_log_bound(ks, tau=tau, sigma=math.sinh(beta),
+                                                         mean_w_pos=math.exp(beta)),
+    }
+    return pd.DataFrame([{"k": int(k), "curve": name, "value": float(v)}
+                         for name, vals in curves.items() for k, v in zip(ks, vals)])
+
+
+def richardson_c1(model, tau, k: int, variant: str = "standard") -> tuple[float, float]:
+    """``c1`` extrapolated from exact values, with a numerical error estimate.
+
+    With ``K(k) = k (L_k - log k - L_inf) = c1 + c2/k + O(k^-2)``, ``2K(2k) - K(k) = c1 + O(k^-2)``.
+    Returns ``(estimate at (k, 2k), error)``: the error is the change from the estimate at
+    ``(k/2, k)`` (truncation) plus the propagated numerical error of the three exact values
+    (:func:`~infonce_book.exact.exact_bias_with_error`), times a safety factor 3.
+    """
+    ks = np.array([k // 2, k, 2 * k])
+    b, err = exact_bias_with_error(model, ks, tau, variant)
+    K, dK = ks * b, ks * err
+    est_hi, est_lo = 2 * K[2] - K[1], 2 * K[1] - K[0]
+    numerical = 2 * dK[2] + dK[1]
+    return float(est_hi), float(abs(est_hi - est_lo) + 3.0 * numerical)
+
+
+@cached
+def c1_sweep(dim: int, taus: list, kappas: list, k_ref: int = 2**12):
+    """``c1`` over a (tau, kappa) grid: the closed form, and the exact ``k (L_k - log k - L_inf)``
+    extrapolated by :func:`richardson_c1` at ``k_ref``.
+
+    Columns: ``tau, kappa, c1, c1_decoupled, c1_richardson, c1_richardson_err``.
+    """
+    rows = []
+    for kappa in kappas:
+        model = VonMisesFisher(dim, kappa)
+        for tau in taus:
+            c1 = model.bias_coefficients(tau, "standard", order=1)[0]
+            c1d = model.bias_coefficients(tau, "decoupled", order=1)[0]
+            rich, err = richardson_c1(model, tau, k_ref)
+            rows.append({"tau": tau, "kappa": kappa, "c1": c1, "c1_decoupled": c1d,
+                         "c1_richardson": rich, "c1_richardson_err": err})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ledger records of the C1 chapter (each function documents its verdict rule).
+
+
+def c1_ledger_exact(ledger, model, tau: float, ks, k_extrapolate: int = 2**14) -> pd.DataFrame:
+    """Ledger records for the exact (quadrature) checks of Theorem ``c1-thm-rate``.
+
+    * ``C1-c1-<variant>``: predicted ``c1`` (closed form), measured by :func:`richardson_c1`,
+      interval = measured +- its numerical error.
+    * ``C1-kbias-k<k>``: predicted ``c1 + c2/k``, measured ``k (L_k - log k - L_inf)``, interval =
+      measured +- (``2 |c3| / k^2`` (the neglected next term, declared in advance) + numerical error).
+    """
+    rows = []
+    for variant in ("standard", "decoupled"):
+        c1 = model.bias_coefficients(tau, variant, order=1)[0]
+        rich, err = richardson_c1(model, tau, k_extrapolate, variant)
+        rec = ledger.record(claim="C1", id=f"C1-c1-{variant}", quantity="c1", predicted=c1, measured=rich,
+                            ci_low=rich - err, ci_high=rich + err,
+                            params={**model.params, "tau": tau, "variant": variant, "k": 2 * k_extrapolate})
+        rows.append(rec)
+    c1, c2, c3 = model.bias_coefficients(tau, "standard", order=3)
+    b, err = exact_bias_with_error(model, ks, tau, "standard")
+    for k, v, e in zip(ks, b, err):
+        half = 2.0 * abs(c3) / k**2 + 3.0 * k * e
+        rows.append(ledger.record(claim="C1", id=f"C1-kbias-k{k}", quantity="k_bias", predicted=c1 + c2 / k,
+                                  measured=k * v, ci_low=k * v - half, ci_high=k * v + half,
+                                  params={**model.params, "tau": tau, "variant": "standard", "k": int(k)}))
+    return pd.DataFrame([r.__dict__ for r in rows])[["id", "quantity", "predicted", "measured", "ci_low",
+                                                      "ci_high", "passed"]]
+
+
+def c1_ledger_monte_carlo(ledger, model, tau: float, mc: pd.DataFrame, k_min_slope: int = 64) -> dict:
+    """Ledger records for the Monte Carlo checks (table from :func:`c1_monte_carlo`).
+
+    * ``C1-mc-k<k>``: predicted = exact bias, measured = control-variate estimate, with a
+      Bonferroni-adjusted interval (level ``1 - 0.05/n_k``, so all n_k records hold together with
+      probability 0.95).
+    * ``C1-mc-coverage``: predicted 0.95, measured = fraction of k whose 95% interval covers the
+      exact value, interval = Clopper--Pearson 95%.
+    * ``C1-slope``: predicted -1, measured = weighted least-squares slope of log(estimate) on
+      log k for k >= ``k_min_slope``, with its 95% t-interval.
+    """
+    n_k = len(mc)
+    z = stats.norm.ppf(1.0 - 0.05 / (2 * n_k))
+    dev = str(mc["device"].iloc[0])
+    for _, row in mc.iterrows():
+        half = z * row["cv_se"]
+        ledger.record(claim="C1", id=f"C1-mc-k{int(row['k'])}", quantity="bias_mc", predicted=row["exact"],
+                      measured=row["cv_mean"], ci_low=row["cv_mean"] - half, ci_high=row["cv_mean"] + half,
+                      params={**model.params, "tau": tau, "variant": "standard", "k": int(row["k"]),
+                              "n_tuples": int(row["n_tuples"]), "estimator": "control variates",
+                              "interval": f"Bonferroni, level 1-0.05/{n_k}", "mc_device": dev})
+    hits = int(mc["covered"].sum())
+    lo, hi = coverage_interval(hits, n_k)
+    ledger.record(claim="C1", id="C1-mc-coverage", quantity="coverage_95", predicted=0.95, measured=hits / n_k,
+                  ci_low=lo, ci_high=hi, params={**model.params, "tau": tau, "ks": [int(k) for k in mc["k"]]})
+    sel = mc[mc["k"] >= k_min_slope]
+    fit = fit_loglog_slope(sel["k"], sel["cv_mean"], sel["cv_se"])
+    ledger.record(claim="C1", id="C1-slope", quantity="loglog_slope", predicted=-1.0, measured=fit["slope"],
+                  ci_low=fit["ci_low"], ci_high=fit["ci_high"],
+                  params={**model.params, "tau": tau, "ks": [int(k) for k in sel["k"]]})
+    return {"coverage": hits / n_k, "n_k": n_k, "slope": fit["slope"], "slope_low": fit["ci_low"],
+            "slope_high": fit["ci_high"], "n_tuples": int(mc["n_tuples"].iloc[0])}
+
+
+def c1_ledger_bounds(ledger, model, tau: float, bounds: pd.DataFrame) -> dict:
+    """Ledger records that the bounds of Theorem ``c1-thm-rate`` hold (table from :func:`c1_bounds`).
+
+    One-sided claims ("exact <= bound"): predicted 1 is the largest allowed value of
+    ``max_k |exact| / bound``; ``passed`` is ``measured <= 1``, and the interval is the
+    measured ratio +- 1e-6 relative (the quadrature's accuracy is far better).
+    """
+    wide = bounds.pivot(index="k", columns="curve", values="value")
+    exact = wide["exact |bias|"]
+    ours, uniform = wide["ours, model moments"], wide[r"ours, uniform $C(\tau)/k$"]
+    lip = wide["Lipschitz-of-log, model moments"]
+    for name, bound in (("model", ours), ("uniform", uniform)):
+        ratio = float((exact / bound).max())
+        ledger.record(claim="C1", id=f"C1-bound-{name}-holds", quantity="max_exact_over_bound", predicted=1.0,
+                      measured=ratio, ci_low=ratio * (1 - 1e-6), ci_high=ratio * (1 + 1e-6),
+                      passed=ratio * (1 + 1e-6) <= 1.0,
+                      params={**model.params, "tau": tau, "bound": name, "k_max": int(wide.index.max())})
+    kmax = wide.index.max()
+    return {"ours_max_ratio": float((ours / exact).max()),
+            "ours_ratio_at_kmax": float(ours[kmax] / exact[kmax]),
+            "lip_ratio_at_kmax": float(lip[kmax] / exact[kmax]),
+            "lip_over_ours_k1": float(lip[1] / ours[1])}
+
+
+def c1_ledger_sweep(ledger, sweep: pd.DataFrame) -> None:
+    """``C1-c1-tau<tau>-kappa<kappa>``: closed-form ``c1`` against its Richardson extrapolation
+    from the exact quadrature, interval = +- the extrapolation's numerical error."""
+    for _, row in sweep.iterrows():
+        ledger.record(claim="C1", id=f"C1-c1-tau{row['tau']:g}-kappa{row['kappa']:g}", quantity="c1",
+                      predicted=row["c1"], measured=row["c1_richardson"],
+                      ci_low=row["c1_richardson"] - row["c1_richardson_err"],
+                      ci_high=row["c1_richardson"] + row["c1_richardson_err"],
+                      params={"model": "vmf", "dim": 3, "kappa": row["kappa"], "tau": row["tau"],
+                              "variant": "standard"})
+
+
+def fit_loglog_slope(k, value, se, level: float = 0.95) -> dict:
+    """Weighted least-squares slope of ``log value`` on ``log k`` with a t-interval.
+
+    Weights ``1/var(log value)`` by the delta method (``se/value``). Values must be > 0.
+    Returns ``{slope, intercept, ci_low, ci_high, dof}``.
+    """
+    k, value, se = (np.asarray(v, dtype=float) for v in (k, value, se))
+    if np.any(value <= 0):
+        raise ValueError("fit_loglog_slope needs positive values (log scale)")
+    x, y = np.log(k), np.log(value)
+    w = (value / se) ** 2
+    X = np.column_stack([np.ones_like(x), x])
+    XtW = X.T * w
+    cov_unscaled = np.linalg.inv(XtW @ X)
+    beta_hat = cov_unscaled @ (XtW @ y)
+    resid = y - X @ beta_hat
+    dof = len(x) - 2
+    # Scale by the residual variance when the fit is worse than the stated errors (never shrink).
+    s2 = max(1.0, float((w * resid**2).sum() / dof)) if dof > 0 else 1.0
+    se_slope = math.sqrt(cov_unscaled[1, 1] * s2)
+    q = stats.t.ppf(0.5 + level / 2.0, dof) if dof > 0 else float("inf")
+    return {"slope": float(beta_hat[1]), "intercept": float(beta_hat[0]),
+            "ci_low": float(beta_hat[1] - q * se_slope), "ci_high": float(beta_hat[1] + q * se_slope),
+            "dof": dof}
+
+
+def coverage_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Clopper--Pearson interval for a coverage fraction ``hits/n`` (scipy's binomtest)."""
+    ci = stats.binomtest(int(hits), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)

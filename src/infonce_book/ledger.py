@@ -1,0 +1,113 @@
+"""The claims ledger: one machine-readable record per quantitative claim of the book.
+
+Each record is ``{claim, id, chapter, params, quantity, predicted, measured, ci_low, ci_high,
+passed, profile, device, seed}``. ``predicted`` is what the derivation says; ``measured`` what
+the experiment found, with the interval ``[ci_low, ci_high]`` (a 95% confidence interval for
+Monte Carlo measurements; for deterministic ones, the numerical error plus the declared
+truncation error of the prediction, as the record's chapter explains). The verdict is
+``passed = ci_low <= predicted <= ci_high``, unless the chapter states another rule.
+
+A chapter run writes its records to ``<ledger_dir>/<chapter>.json`` (atomically, one file per
+chapter); ``infonce-book ledger`` prints the records of the last build.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .paths import atomic_write_text, ledger_dir
+
+FIELDS = ("claim", "id", "chapter", "params", "quantity", "predicted", "measured", "ci_low",
+          "ci_high", "passed", "profile", "device", "seed")
+
+
+@dataclass
+class Record:
+    claim: str
+    id: str
+    chapter: str
+    params: dict
+    quantity: str
+    predicted: float
+    measured: float
+    ci_low: float
+    ci_high: float
+    passed: bool
+    profile: str
+    device: str
+    seed: int
+
+
+def _finite_float(x, name: str) -> float:
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"ledger field {name} must be finite, got {x!r}")
+    return x
+
+
+@dataclass
+class Ledger:
+    """The records of one chapter run (see module docstring)."""
+
+    chapter: str
+    profile: str
+    device: str
+    seed: int
+    records: list = field(default_factory=list)
+
+    @property
+    def path(self) -> Path:
+        return ledger_dir() / f"{self.chapter}.json"
+
+    def record(self, *, claim: str, id: str, quantity: str, predicted, measured, ci_low, ci_high,
+               params: dict, passed: bool | None = None) -> Record:
+        """Add (or replace, by ``id``) a record and write the chapter's ledger file.
+
+        ``passed`` defaults to ``ci_low <= predicted <= ci_high``.
+        """
+        predicted = _finite_float(predicted, "predicted")
+        measured = _finite_float(measured, "measured")
+        ci_low, ci_high = _finite_float(ci_low, "ci_low"), _finite_float(ci_high, "ci_high")
+        if ci_low > ci_high:
+            raise ValueError(f"ci_low={ci_low} > ci_high={ci_high} for record {id!r}")
+        if passed is None:
+            passed = ci_low <= predicted <= ci_high
+        params = json.loads(json.dumps(params, default=float))  # plain JSON types only
+        rec = Record(claim=claim, id=id, chapter=self.chapter, params=params, quantity=quantity,
+                     predicted=predicted, measured=measured, ci_low=ci_low, ci_high=ci_high,
+                     passed=bool(passed), profile=self.profile, device=self.device, seed=int(self.seed))
+        self.records = [r for r in self.records if r.id != id] + [rec]
+        self.save()
+        return rec
+
+    def save(self) -> None:
+        atomic_write_text(self.path, json.dumps([asdict(r) for r in self.records], indent=2))
+
+    def table(self):
+        """The records as a pandas DataFrame (for display in the chapter)."""
+        import pandas as pd
+
+        return pd.DataFrame([asdict(r) for r in self.records], columns=FIELDS)
+
+
+def load_records(directory: Path | None = None) -> list[dict]:
+    """All records in ``directory`` (default: the ledger folder), ordered by chapter then id."""
+    directory = Path(directory) if directory else ledger_dir()
+    out = []
+    for p in sorted(directory.glob("*.json")):
+        out.extend(json.loads(p.read_text()))
+    return out
+
+
+def format_table(records: list[dict]) -> str:
+    """Records as a plain-text table for people."""
+    from tabulate import tabulate
+
+    rows = [[r["id"], r["quantity"], f"{r['predicted']:.6g}", f"{r['measured']:.6g}",
+             f"[{r['ci_low']:.6g}, {r['ci_high']:.6g}]", "pass" if r["passed"] else "FAIL",
+             r["profile"], r["device"]] for r in records]
+    return tabulate(rows, headers=["id", "quantity", "predicted", "measured", "interval", "verdict",
+                                   "profile", "device"])

@@ -1,0 +1,53 @@
+"""Where things live: the project root, the build folder, the ledger and the cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The repository root: ``INFONCE_BOOK_ROOT``, else the nearest folder above ``start`` (or the
+    current directory) that holds ``_toc.yml`` and ``book/``; else the current directory."""
+    env = os.environ.get("INFONCE_BOOK_ROOT")
+    if env:
+        return Path(env).resolve()
+    here = (start or Path.cwd()).resolve()
+    for p in (here, *here.parents):
+        if (p / "_toc.yml").is_file() and (p / "book").is_dir():
+            return p
+    return here
+
+
+def build_dir() -> Path:
+    """The build folder: ``INFONCE_BOOK_BUILD_DIR``, else ``<root>/_build``."""
+    env = os.environ.get("INFONCE_BOOK_BUILD_DIR")
+    return Path(env).resolve() if env else project_root() / "_build"
+
+
+def ledger_dir() -> Path:
+    """Where chapter runs write ledger records: ``INFONCE_BOOK_LEDGER_DIR``, else ``<build>/ledger``."""
+    env = os.environ.get("INFONCE_BOOK_LEDGER_DIR")
+    return Path(env).resolve() if env else build_dir() / "ledger"
+
+
+def cache_dir() -> Path:
+    """Experiment cache: ``INFONCE_BOOK_CACHE_DIR``, else ``<build>/cache``."""
+    env = os.environ.get("INFONCE_BOOK_CACHE_DIR")
+    return Path(env).resolve() if env else build_dir() / "cache"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))

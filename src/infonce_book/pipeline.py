@@ -1,0 +1,271 @@
+"""The book pipeline: jupytext MyST notebooks -> papermill -> executed notebooks -> jupyter-book.
+
+* :func:`run_chapter` converts ``book/<chapter>.md`` with jupytext, executes it with papermill
+  (parameters ``profile``, ``device``, ``seed`` injected after the cell tagged ``parameters``),
+  hides the parameter cells, and writes ``<build>/notebooks/<chapter>.ipynb`` -- only when every
+  cell ran. Its ledger records go to ``<build>/ledger/<chapter>.json``, also only on success.
+* :func:`build` runs every chapter of ``_toc.yml`` (skipping one whose source, parameters and
+  ``src/`` are unchanged since its last successful run), assembles the Jupyter Book source with
+  the executed notebooks in place of the ``.md`` chapters, and runs ``jupyter-book build`` with
+  execution off and ``-n -W --keep-going``, into ``<build>/html``.
+
+Why our own skip logic: jupyter-cache keys ignore imported code (jupyter-book #1633).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .device import resolve_device
+from .paths import atomic_write_text, project_root
+from .profiles import check_profile
+
+PIPELINE_VERSION = "1"
+
+
+class ChapterError(RuntimeError):
+    """A chapter failed to execute (the message names the chapter and the cell)."""
+
+
+class UnknownChapter(ValueError):
+    pass
+
+
+@dataclass
+class RunResult:
+    chapter: str
+    status: str  # "ran" or "skipped"
+    seconds: float
+    notebook: Path
+
+
+def _front_matter(text: str) -> dict:
+    if not text.startswith("---"):
+        return {}
+    end = text.find("\n---", 3)
+    return yaml.safe_load(text[3:end]) or {} if end > 0 else {}
+
+
+def toc_files(root: Path | None = None) -> list[str]:
+    """The files of ``_toc.yml`` in order (paths relative to the root, without extension)."""
+    root = root or project_root()
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    out = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                out.append(e["file"])
+            walk(e.get("sections"))
+            for part in e.get("parts", []) or []:
+                walk(part.get("chapters"))
+
+    walk(toc.get("chapters"))
+    for part in toc.get("parts", []) or []:
+        walk(part.get("chapters"))
+    return out
+
+
+def chapters(root: Path | None = None) -> dict[str, Path]:
+    """Executable chapters: toc entries whose ``.md`` is a jupytext notebook (has a kernelspec)."""
+    root = root or project_root()
+    out = {}
+    for f in toc_files(root):
+        p = root / f"{f}.md"
+        if p.is_file() and "kernelspec" in _front_matter(p.read_text()):
+            out[p.stem] = p
+    return out
+
+
+def resolve_chapter(name: str, root: Path | None = None) -> tuple[str, Path]:
+    """Accept ``c1_rate``, ``book/c1_rate`` or ``book/c1_rate.md``; raise if unknown."""
+    known = chapters(root)
+    stem = Path(name).stem
+    if stem not in known:
+        raise UnknownChapter(f"unknown chapter {name!r}; the chapters are: {', '.join(known)}")
+    return stem, known[stem]
+
+
+def src_hash(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted((root / "src").rglob("*.py")):
+        h.update(str(p.relative_to(root)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _run_key(source: Path, params: dict, root: Path) -> str:
+    h = hashlib.sha256()
+    h.update(PIPELINE_VERSION.encode())
+    h.update(source.read_bytes())
+    h.update(json.dumps(params, sort_keys=True).encode())
+    h.update(src_hash(root).encode())
+    return h.hexdigest()
+
+
+def _hide_parameter_cells(nb) -> None:
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "parameters" in tags or "injected-parameters" in tags:
+            cell.metadata["tags"] = sorted(set(tags) | {"remove-cell"})
+
+
+def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", seed: int = 0,
+                build_dir: Path | None = None, force: bool = False, root: Path | None = None,
+                log=print) -> RunResult:
+    """Execute one chapter with papermill (see module docstring). Raises :class:`ChapterError`."""
+    import jupytext
+    import nbformat
+    import papermill as pm
+
+    root = (root or project_root()).resolve()
+    check_profile(profile)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got seed={seed!r}")
+    dev = resolve_device(device)
+    stem, source = resolve_chapter(name, root)
+    build_dir = Path(build_dir or root / "_build").resolve()
+    nb_dir, ledger_dir = build_dir / "notebooks", build_dir / "ledger"
+    nb_dir.mkdir(parents=True, exist_ok=True)
+    ledger_dir.mkdir(parents=True, exist_ok=True)
+    out_nb, run_info = nb_dir / f"{stem}.ipynb", nb_dir / f"{stem}.run.json"
+    params = {"profile": profile, "device": dev.type, "seed": int(seed)}
+    key = _run_key(source, params, root)
+    if not force and out_nb.is_file() and run_info.is_file():
+        info = json.loads(run_info.read_text())
+        if info.get("key") == key:
+            log(f"[{stem}] unchanged since its last run ({info.get('seconds', 0):.1f} s); skipped")
+            return RunResult(stem, "skipped", 0.0, out_nb)
+
+    nb = jupytext.read(source)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    if not any("parameters" in c.get("metadata", {}).get("tags", []) for c in nb.cells):
+        raise ChapterError(f"chapter {stem}: no cell is tagged 'parameters' in {source}")
+    env_keys = ("INFONCE_BOOK_NO_PROGRESS", "INFONCE_BOOK_LEDGER_DIR", "INFONCE_BOOK_ROOT",
+                "INFONCE_BOOK_BUILD_DIR", "MPLBACKEND")
+    saved = {k: os.environ.get(k) for k in env_keys}
+    with tempfile.TemporaryDirectory(prefix=f"infonce-{stem}-") as tmp:
+        tmp = Path(tmp)
+        tmp_ledger = tmp / "ledger"
+        tmp_ledger.mkdir()
+        in_path, exec_path = tmp / f"{stem}.input.ipynb", tmp / f"{stem}.ipynb"
+        nbformat.write(nb, in_path)
+        os.environ.update({"INFONCE_BOOK_NO_PROGRESS": "1", "INFONCE_BOOK_LEDGER_DIR": str(tmp_ledger),
+                           "INFONCE_BOOK_ROOT": str(root), "INFONCE_BOOK_BUILD_DIR": str(build_dir),
+                           "MPLBACKEND": "module://matplotlib_inline.backend_inline"})
+        log(f"[{stem}] executing with profile={profile}, device={dev.type}, seed={seed}")
+        t0 = time.perf_counter()
+        try:
+            pm.execute_notebook(str(in_path), str(exec_path), parameters=params, kernel_name="python3",
+                                cwd=str(source.parent), progress_bar=sys.stderr.isatty(),
+                                log_output=False, request_save_on_cell_execute=False)
+        except pm.PapermillExecutionError as err:
+            failed = nb_dir / f"{stem}.failed.ipynb"
+            if exec_path.exists():
+                shutil.copyfile(exec_path, failed)
+            raise ChapterError(
+                f"chapter {stem} failed in cell {err.cell_index} (execution count {err.exec_count}): "
+                f"{err.ename}: {err.evalue}\n  source: {source}\n  executed notebook kept at: {failed}"
+            ) from None
+        except Exception as err:  # kernel died, timeout, ...
+            raise ChapterError(f"chapter {stem} failed: {type(err).__name__}: {err}") from None
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        seconds = time.perf_counter() - t0
+        executed = nbformat.read(exec_path, as_version=4)
+        _hide_parameter_cells(executed)
+        atomic_write_text(out_nb, nbformat.writes(executed))
+        produced = tmp_ledger / f"{stem}.json"
+        final_ledger = ledger_dir / f"{stem}.json"
+        if produced.is_file():
+            atomic_write_text(final_ledger, produced.read_text())
+        else:
+            final_ledger.unlink(missing_ok=True)
+    (nb_dir / f"{stem}.failed.ipynb").unlink(missing_ok=True)
+    atomic_write_text(run_info, json.dumps({"key": key, **params, "seconds": seconds,
+                                            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2))
+    _record_timing(build_dir, stem, profile, seconds)
+    log(f"[{stem}] done in {seconds:.1f} s")
+    return RunResult(stem, "ran", seconds, out_nb)
+
+
+def _record_timing(build_dir: Path, stem: str, profile: str, seconds: float) -> None:
+    path = build_dir / "timings.json"
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    data.setdefault(profile, {})[stem] = round(seconds, 2)
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True))
+
+
+def _assemble_site(root: Path, build_dir: Path) -> Path:
+    """Copy the book's sources to ``<build>/site`` with executed notebooks for the chapters."""
+    site = build_dir / "site"
+    if site.exists():
+        for p in site.iterdir():
+            if p.name != "_build":
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+    site.mkdir(parents=True, exist_ok=True)
+    for f in ("_config.yml", "_toc.yml"):
+        shutil.copy2(root / f, site / f)
+    exec_chapters = chapters(root)
+    shutil.copytree(root / "book", site / "book", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    for stem, src in exec_chapters.items():
+        rel = src.relative_to(root)
+        (site / rel).unlink()
+        shutil.copy2(build_dir / "notebooks" / f"{stem}.ipynb", (site / rel).with_suffix(".ipynb"))
+    return site
+
+
+def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, build_dir: Path | None = None,
+          force: bool = False, root: Path | None = None, log=print) -> Path:
+    """Execute every chapter (skipping unchanged ones), then build the HTML book.
+
+    Returns the path of ``<build>/html/index.html``. Raises :class:`ChapterError` when a chapter
+    fails, ``RuntimeError`` when ``jupyter-book build`` reports an error or a warning.
+    """
+    from tqdm.auto import tqdm
+
+    root = (root or project_root()).resolve()
+    build_dir = Path(build_dir or root / "_build").resolve()
+    check_profile(profile)
+    resolve_device(device)
+    results = []
+    names = list(chapters(root))
+    for stem in tqdm(names, desc="chapters", unit="chapter", disable=not sys.stderr.isatty()):
+        results.append(run_chapter(stem, profile=profile, device=device, seed=seed, build_dir=build_dir,
+                                   force=force, root=root, log=log))
+    site = _assemble_site(root, build_dir)
+    log("[book] jupyter-book build (execution off, -n -W --keep-going)")
+    jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or shutil.which("jupyter-book")
+    cmd = [jb or "jupyter-book", "build", str(site), "--builder", "html", "-n", "-W", "--keep-going"]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    (build_dir / "jupyter-book.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-40:])
+        raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}); see "
+                           f"{build_dir / 'jupyter-book.log'}\n{tail}")
+    html = build_dir / "html"
+    tmp_html = build_dir / "html.new"
+    shutil.rmtree(tmp_html, ignore_errors=True)
+    shutil.copytree(site / "_build" / "html", tmp_html)
+    shutil.rmtree(html, ignore_errors=True)
+    tmp_html.rename(html)
+    for r in results:
+        log(f"  {r.chapter:<20} {r.status:<8} {r.seconds:7.1f} s")
+    log(f"[book] {html / 'index.html'}")
+    return html / "index.html"

@@ -1,0 +1,92 @@
+"""The book's figures: one seaborn style, labelled axes with units ("nats")."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+
+PALETTE = "colorblind"
+
+
+def use_book_style() -> None:
+    """Apply the book's plotting style (seaborn ``whitegrid``, colour-blind palette)."""
+    sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE)
+    plt.rcParams.update({"figure.figsize": (6.4, 4.0), "figure.dpi": 110, "savefig.bbox": "tight",
+                         "axes.titlesize": "medium"})
+
+
+def glue_figure(name: str, fig) -> None:
+    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive, and close it so that the
+    notebook does not display it a second time at the end of the cell."""
+    from IPython import get_ipython
+    from myst_nb import glue
+
+    ip = get_ipython()
+    if ip is not None:  # make sure the kernel renders figures as PNG (inline backend)
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("png")
+    glue(name, fig, display=False)
+    plt.close(fig)
+
+
+def bias_vs_k(exact, mc=None, *, title: str = ""):
+    """Log-log plot of the exact bias against k with its first- and second-order predictions.
+
+    Args:
+        exact: table from :func:`infonce_book.experiments.c1_exact_curve` (one variant).
+        mc: optional table from :func:`infonce_book.experiments.c1_monte_carlo` (intervals).
+    """
+    fig, ax = plt.subplots()
+    ax.loglog(exact["k"], exact["bias"], "k-", lw=2, label="exact (quadrature)")
+    ax.loglog(exact["k"], exact["first_order"], "--", label=r"$c_1/k$")
+    ax.loglog(exact["k"], exact["second_order"], ":", lw=2, label=r"$c_1/k + c_2/k^2$")
+    if mc is not None:
+        yerr = np.vstack([mc["cv_mean"] - mc["cv_low"], mc["cv_high"] - mc["cv_mean"]])
+        ax.errorbar(mc["k"], mc["cv_mean"], yerr=yerr, fmt="o", ms=4, capsize=3,
+                    label="Monte Carlo, 95% CI")
+    ax.set_xlabel("number of negatives $k$")
+    ax.set_ylabel(r"$L_k - \log k - L_\infty$ (nats)")
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+def bounds_vs_k(table, *, title: str = ""):
+    """Log-log plot of |bias| and the bounds (long table: k, bound, value)."""
+    fig, ax = plt.subplots()
+    sns.lineplot(data=table, x="k", y="value", hue="curve", style="curve", ax=ax)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("number of negatives $k$")
+    ax.set_ylabel("nats")
+    if title:
+        ax.set_title(title)
+    ax.legend(title=None, fontsize="small")
+    return fig
+
+
+def k_bias_by_variant(table):
+    """``k (L_k - log k - L_inf)`` against k for both variants, with the limits c1."""
+    fig, ax = plt.subplots()
+    sns.lineplot(data=table, x="k", y="k_bias", hue="variant", ax=ax)
+    for _, row in table.drop_duplicates("variant").iterrows():
+        ax.axhline(row["c1"], ls="--", lw=1, color="grey")
+    ax.set_xscale("log")
+    ax.set_xlabel("number of negatives $k$")
+    ax.set_ylabel(r"$k\,(L_k - \log k - L_\infty)$ (nats)")
+    return fig
+
+
+def c1_heatmap(table, value: str = "c1", *, title: str = ""):
+    """Heatmap of ``c1`` over (tau, kappa)."""
+    fig, ax = plt.subplots()
+    grid = table.pivot(index="kappa", columns="tau", values=value).sort_index(ascending=False)
+    sns.heatmap(grid, annot=True, fmt=".3g", cmap="viridis", ax=ax, cbar_kws={"label": f"{value} (nats)"})
+    ax.set_xlabel(r"temperature $\tau$")
+    ax.set_ylabel(r"concentration $\kappa$")
+    if title:
+        ax.set_title(title)
+    return fig

@@ -1,0 +1,39 @@
+"""Profiles: how big each chapter's experiments are.
+
+* ``smoke``: CI; the whole book in a few minutes on 2 CPU cores.
+* ``standard``: the default local run on a CPU.
+* ``full``: one GPU (``device=auto`` picks it).
+
+Chapters read their sizes with :func:`sizes` (``sizes("c1_rate", profile)``).
+"""
+
+from __future__ import annotations
+
+PROFILES = ("smoke", "standard", "full")
+
+_SIZES = {
+    "c1_rate": {
+        "smoke": {"mc_tuples": 2000, "mc_ks": [1, 4, 16, 64, 256, 1024], "exact_k_max_log2": 20,
+                  "sweep_taus": [0.25, 0.5, 1.0], "sweep_kappas": [1.0, 4.0, 16.0], "mc_batch": 1000},
+        "standard": {"mc_tuples": 20000, "mc_ks": [1, 4, 16, 64, 256, 1024, 4096], "exact_k_max_log2": 20,
+                     "sweep_taus": [0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0],
+                     "sweep_kappas": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0], "mc_batch": 2000},
+        "full": {"mc_tuples": 100000, "mc_ks": [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536],
+                 "exact_k_max_log2": 20, "sweep_taus": [0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0],
+                 "sweep_kappas": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0], "mc_batch": 4000},
+    },
+}
+
+
+def check_profile(profile: str) -> str:
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {list(PROFILES)}, got profile={profile!r}")
+    return profile
+
+
+def sizes(chapter: str, profile: str) -> dict:
+    """The experiment sizes of ``chapter`` at ``profile`` (a fresh dict)."""
+    check_profile(profile)
+    if chapter not in _SIZES:
+        raise ValueError(f"no sizes for chapter={chapter!r}; known: {sorted(_SIZES)}")
+    return dict(_SIZES[chapter][profile])

@@ -1,0 +1,208 @@
+"""Symbolic derivations (sympy) that the chapters display and the tests assert.
+
+Chapter C1 (the O(1/k) rate). Fix an anchor ``x`` and write, with ``mu = E[W | x]``,
+
+* ``V = W / mu`` for a negative weight (mean 1; central moments ``m2, m3, m4, ...``),
+* ``U = W+ / mu`` for the positive weight (raw moments ``u1, u2, u3, ...``),
+* ``T = (U + sum_{j<=k} V_j) / k`` (standard) or ``T = sum_j V_j / k`` (decoupled),
+
+so that ``L_k - log k - L_inf = E_x E[log T | x]`` (book, C1 chapter, eq. ``c1-eq-logT``). Then
+``E[log T | x] = c1/k + c2/k^2 + c3/k^3 + O(k^-4)`` with coefficients that are polynomials in the
+moments. :func:`bias_expansion` derives them: the cumulants of the sample mean of k i.i.d. copies
+of ``V - 1`` are ``kappa_r / k^(r-1)``; its moments follow from the cumulant generating function;
+``log(1 + D)`` is expanded in powers of ``D = (mean of V) - 1 + U/k`` and collected in ``1/k``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sympy as sp
+
+# Symbols shared with the book's notation page.
+eps = sp.Symbol("epsilon", positive=True)  # eps = 1/k
+k = sp.Symbol("k", positive=True, integer=True)
+beta, kappa, tau = sp.symbols("beta kappa tau", positive=True)
+t, a = sp.symbols("t a", positive=True)
+u1, u2, u3, u4 = sp.symbols("u1:5", positive=True)
+m2, m4 = sp.symbols("m2 m4", positive=True)
+m3 = sp.Symbol("m3", real=True)
+m5, m6 = sp.symbols("m5 m6", real=True)
+
+
+
+def _m(r: int) -> sp.Symbol:
+    """Central moment ``m_r = E (V - 1)^r`` of the normalised negative weight."""
+    return {2: m2, 3: m3, 4: m4, 5: m5, 6: m6}.get(r) or sp.Symbol(f"m{r}", real=True)
+
+
+def _u(j: int) -> sp.Symbol:
+    """Raw moment ``u_j = E U^j`` of the normalised positive weight."""
+    return {1: u1, 2: u2, 3: u3, 4: u4}.get(j) or sp.Symbol(f"u{j}", positive=True)
+
+
+def _central_moments_from_cumulants(max_order: int):
+    """Central moments of a variable from its cumulants (symbols ``kappa2 ...``)."""
+    s = sp.Symbol("s")
+    kap = {r: sp.Symbol(f"kappa{r}") for r in range(2, max_order + 1)}
+    K = sum(kap[r] * s**r / sp.factorial(r) for r in range(2, max_order + 1))
+    mgf = sp.series(sp.exp(K), s, 0, max_order + 1).removeO()
+    mom = {r: sp.expand(mgf.coeff(s, r) * sp.factorial(r)) for r in range(1, max_order + 1)}
+    return kap, mom
+
+
+def _cumulants_from_central_moments(max_order: int):
+    """Cumulants ``kappa_r`` of V in terms of its central moments ``m_r`` (inverting the above)."""
+    kap, mom = _central_moments_from_cumulants(max_order)
+    sol = {}
+    for r in range(2, max_order + 1):
+        eq = sp.Eq(_m(r), mom[r].subs(sol))
+        sol[kap[r]] = sp.solve(eq, kap[r])[0]
+    return kap, sol
+
+
+@lru_cache(maxsize=None)
+def bias_expansion(variant: str = "standard", order: int = 2):
+    """Coefficients ``c_1 .. c_order`` of ``E[log T | x] = sum_n c_n / k^n + O(k^-(order+1))``.
+
+    Args:
+        variant: ``"standard"`` or ``"decoupled"``.
+        order: 1, 2 or 3.
+    Returns:
+        A tuple of sympy expressions in ``u1.. (positive raw moments)`` and ``m2.. (negative
+        central moments)``, all normalised by ``mu``.
+    Source: book, C1 chapter, Theorem ``c1-thm-rate`` and its symbolic check.
+    """
+    if variant not in ("standard", "decoupled"):
+        raise ValueError(f"variant must be one of ['decoupled', 'standard'], got variant={variant!r}")
+    if order not in (1, 2, 3):
+        raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
+    # E[D^n] = O(eps^ceil(n/2)), so powers n <= 2*order suffice; two more are kept and the
+    # check below confirms that they add nothing up to eps^order.
+    N = 2 * order + 2
+    kap, kap_of_m = _cumulants_from_central_moments(N)
+    # Sample mean of k i.i.d. centred variables: cumulants kappa_r * eps^(r-1).
+    kap_mean, mom_mean = _central_moments_from_cumulants(N)
+    A = {0: sp.Integer(1), 1: sp.Integer(0)}
+    for r in range(2, N + 1):
+        expr = mom_mean[r].subs({kap_mean[q]: kap[q] * eps ** (q - 1) for q in kap_mean})
+        A[r] = sp.expand(expr.subs(kap_of_m))
+    # B = U * eps (standard) with raw moments u_j; independent of A.
+    if variant == "standard":
+        ub = {0: sp.Integer(1)}
+        for j in range(1, N + 1):
+            ub[j] = _u(j) * eps**j
+    else:
+        ub = {0: sp.Integer(1), **{j: sp.Integer(0) for j in range(1, N + 1)}}
+    total = 0
+    for n in range(1, N + 1):
+        ED = sum(sp.binomial(n, j) * A[j] * ub[n - j] for j in range(0, n + 1))
+        total += sp.Rational((-1) ** (n + 1), n) * ED
+    poly = sp.expand(total)
+    coeffs = tuple(sp.expand(poly.coeff(eps, n)) for n in range(1, order + 1))
+    if sp.expand(poly.coeff(eps, 0)) != 0:  # pragma: no cover - would be an algebra error
+        raise AssertionError("E[log T] has a constant term")
+    return coeffs
+
+
+def c1_formula(variant: str = "standard"):
+    """The closed form quoted in the book: ``u1 - m2/2`` (standard) or ``-m2/2`` (decoupled)."""
+    return u1 - m2 / 2 if variant == "standard" else -m2 / 2
+
+
+def c2_formula(variant: str = "standard"):
+    """``-u2/2 + m3/3 + m2 u1 - 3 m2^2/4`` (standard) or ``m3/3 - 3 m2^2/4`` (decoupled)."""
+    if variant == "standard":
+        return -u2 / 2 + m3 / 3 + m2 * u1 - sp.Rational(3, 4) * m2**2
+    return m3 / 3 - sp.Rational(3, 4) * m2**2
+
+
+# ----------------------------------------------------------------------------------------------
+# The elementary inequality behind the non-asymptotic bound.
+
+
+def log_lower_bound_derivative():
+    """``d/dt [log t - (t-1) + (t-1)^2/(2a)]``, factorised: ``(t-1)(t-a)/(a t)``.
+
+    For ``t >= a`` the sign is that of ``t - 1``, so the bracket is minimal at ``t = 1`` where it
+    vanishes: ``log t >= (t-1) - (t-1)^2/(2a)`` for all ``t >= a > 0`` (book, Lemma
+    ``c1-lem-log``). With ``a <= 1`` the same holds with ``2a^2`` in place of ``2a`` (weaker).
+    """
+    f = sp.log(t) - (t - 1) + (t - 1) ** 2 / (2 * a)
+    return sp.factor(sp.together(sp.diff(f, t)))
+
+
+def nonasymptotic_bias_bounds(variant: str = "standard"):
+    """Lower and upper bounds on ``k E[log T | x]`` (book, Theorem ``c1-thm-rate`` (ii)).
+
+    Upper: Jensen, then ``log(1+y) <= y``: ``E log T <= log E T = log(1 + u1/k) <= u1/k``.
+    Lower: Lemma ``c1-lem-log`` with ``a = min T`` and ``E(T-1) = u1/k``,
+    ``E(T-1)^2 = m2/k + u2/k^2``.
+
+    Returns:
+        ``(lower, upper)`` sympy expressions in ``k, a, u1, u2, m2`` for ``k E[log T | x]``.
+    """
+    if variant == "standard":
+        ET1, ET12 = u1 / k, m2 / k + u2 / k**2
+        upper = u1
+    else:
+        ET1, ET12 = sp.Integer(0), m2 / k
+        upper = sp.Integer(0)
+    lower = sp.expand(k * (ET1 - ET12 / (2 * a)))
+    return lower, upper
+
+
+def uniform_bias_constant():
+    """``C(tau)`` with ``|L_k - log k - L_inf| <= C(tau)/k`` for every embedding and every k >= 1.
+
+    Worst cases over all embeddings into the sphere: ``e^-beta <= W <= e^beta`` gives
+    ``u1 <= e^{2 beta}``, ``u2 <= e^{4 beta}``, ``m2 <= e^{2 beta} sinh(beta)^2`` (Popoviciu's
+    variance inequality and ``mu >= e^-beta``), and ``T >= a = e^{-2 beta}``. Hence
+    ``C = max(e^{2beta}, (e^{2beta} sinh(beta)^2 + e^{4beta}) / (2 e^{-2beta}))``.
+    """
+    lower, upper = nonasymptotic_bias_bounds("standard")
+    worst_lower = -lower.subs({u1: 0, m2: sp.exp(2 * beta) * sp.sinh(beta) ** 2, u2: sp.exp(4 * beta),
+                               a: sp.exp(-2 * beta), k: 1})
+    return sp.simplify(sp.Max(sp.exp(2 * beta), sp.expand(worst_lower)))
+
+
+# ----------------------------------------------------------------------------------------------
+# The vMF model on S^2 (dim = 3): closed forms.
+
+
+def vmf3_partition():
+    """``Z(beta) = E_{y ~ unif(S^2)} e^{beta <x,y>}``: ``<x,y>`` is uniform on [-1,1] (Archimedes),
+    so ``Z = (1/2) int_{-1}^{1} e^{beta s} ds = sinh(beta)/beta``."""
+    s = sp.Symbol("s", real=True)
+    return sp.simplify(sp.integrate(sp.exp(beta * s), (s, -1, 1)) / 2)
+
+
+def vmf3_bias_coefficients(variant: str = "standard"):
+    """``c1, c2`` for the vMF model on S^2 with phi = identity, in closed form in beta and kappa.
+
+    Moments: ``E W^j = Z(j beta)``, ``E (W+)^j = Z(kappa + j beta)/Z(kappa)``, with
+    ``Z(b) = sinh(b)/b``.
+    """
+    Z = sp.Lambda(sp.Symbol("b"), sp.sinh(sp.Symbol("b")) / sp.Symbol("b"))
+    mu = Z(beta)
+    EV = {j: Z(j * beta) / mu**j for j in range(1, 4)}
+    subs = {
+        u1: Z(kappa + beta) / Z(kappa) / mu,
+        u2: Z(kappa + 2 * beta) / Z(kappa) / mu**2,
+        m2: EV[2] - 1,
+        m3: EV[3] - 3 * EV[2] + 2,
+    }
+    c1, c2 = bias_expansion(variant, 2)
+    return c1.subs(subs), c2.subs(subs)
+
+
+@lru_cache(maxsize=None)
+def bias_coefficient_functions(variant: str = "standard", order: int = 3):
+    """Numerical functions of the moments for ``c_1 .. c_order`` (lambdified from sympy).
+
+    Each takes keyword arguments ``u1..u3, m2..m4`` (floats or numpy arrays), ignoring those
+    it does not use.
+    """
+    args = (u1, u2, u3, m2, m3, m4)
+    coeffs = bias_expansion(variant, order)
+    return tuple(sp.lambdify(args, c, "numpy") for c in coeffs)
