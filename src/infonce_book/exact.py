@@ -140,7 +140,8 @@ def exact_bias(model, ks, tau, variant: str = "standard", *, closed_form: bool =
         if standard:
             expo = expo + laws.log_laplace_pos(t)
         # f(u) = e^{-u} - L+(t) L(t)^k; integrating f(u)/u du = f(e^v) dv.
-        return -math.exp(-u) * np.expm1(expo) if u < 745.0 else -np.exp(expo - u)
+        # expo <= u (G <= 1); beyond u = 700 both terms are below 1e-304 and no longer cancel.
+        return -math.exp(-u) * np.expm1(expo) if u < 700.0 else math.exp(-u) - np.exp(expo - u)
 
     # Where the integrand is negligible: below, f ~ u (E T - 1); above, L(t)^k decays with
     # t = u/(k mu) >> e^beta (the smallest weight is e^-beta).

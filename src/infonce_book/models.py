@@ -217,4 +217,5 @@ class VonMisesFisher:
         g = torch.randn(n, self.dim, generator=generator, device=anchors.device, dtype=anchors.dtype)
         v = g - (g * anchors).sum(-1, keepdim=True) * anchors
         v = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
-        return w.unsqueeze(-1) * anchors + torch.sqrt(torch.clamp_min(1.0 - w * w, 0.0)).unsqueeze(-1) * v
+        out = w.unsqueeze(-1) * anchors + torch.sqrt(torch.clamp_min(1.0 - w * w, 0.0)).unsqueeze(-1) * v
+        return out / torch.linalg.vector_norm(out, dim=-1, keepdim=True)  # remove rounding off the sphere

@@ -238,7 +238,7 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
     Returns the path of ``<build>/html/index.html``. Raises :class:`ChapterError` when a chapter
     fails, ``RuntimeError`` when ``jupyter-book build`` reports an error or a warning.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     root = (root or project_root()).resolve()
     build_dir = Path(build_dir or root / "_build").resolve()

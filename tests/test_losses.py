@@ -1,0 +1,199 @@
+"""InfoNCE loss: known values, float64 references, gradients, low precision, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import logsumexp, softmax
+
+from infonce_book.losses import info_nce, info_nce_from_similarities, info_nce_streaming
+
+
+def reference_loss(s_pos, s_neg, tau, variant):
+    """float64 reference straight from the definition (book eq. notation-infonce), via scipy."""
+    s_pos, s_neg = np.asarray(s_pos, np.float64), np.asarray(s_neg, np.float64)
+    logits = s_neg / tau
+    if variant == "standard":
+        logits = np.concatenate([s_pos[:, None] / tau, logits], axis=1)
+    return -s_pos / tau + logsumexp(logits, axis=1)
+
+
+def reference_grad(s_pos, s_neg, tau, variant):
+    """d loss / d s: beta * softmax weights for negatives; -beta (1 - p+) for the positive."""
+    s_pos, s_neg = np.asarray(s_pos, np.float64), np.asarray(s_neg, np.float64)
+    if variant == "standard":
+        p = softmax(np.concatenate([s_pos[:, None], s_neg], axis=1) / tau, axis=1)
+        return -(1 - p[:, 0]) / tau, p[:, 1:] / tau
+    p = softmax(s_neg / tau, axis=1)
+    return -np.ones_like(s_pos) / tau, p / tau
+
+
+taus = st.floats(min_value=math.log(1e-4), max_value=math.log(1e2)).map(math.exp)
+variants = st.sampled_from(["standard", "decoupled"])
+
+
+def sims(B, k, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(B, generator=g, dtype=torch.float64) * 2 - 1, torch.rand(B, k, generator=g, dtype=torch.float64) * 2 - 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(B=st.integers(1, 6), k=st.integers(1, 40), tau=taus, variant=variants, seed=st.integers(0, 10**6))
+def test_loss_matches_float64_reference_for_any_tau(B, k, tau, variant, seed):
+    s_pos, s_neg = sims(B, k, seed)
+    s_pos32, s_neg32 = s_pos.float(), s_neg.float()
+    got = info_nce_from_similarities(s_pos32, s_neg32, tau, variant=variant, reduction="none")
+    want = reference_loss(s_pos32.double().numpy(), s_neg32.double().numpy(), tau, variant)
+    assert got.dtype == torch.float32
+    np.testing.assert_allclose(got.double().numpy(), want, rtol=1e-6, atol=1e-6 * np.abs(want).max() + 1e-30)
+
+
+@settings(max_examples=40, deadline=None)
+@given(B=st.integers(1, 5), k=st.integers(1, 30), tau=taus, variant=variants, seed=st.integers(0, 10**6))
+def test_gradient_matches_float64_reference_for_any_tau(B, k, tau, variant, seed):
+    s_pos, s_neg = sims(B, k, seed)
+    sp32 = s_pos.float().requires_grad_()
+    sn32 = s_neg.float().requires_grad_()
+    info_nce_from_similarities(sp32, sn32, tau, variant=variant, reduction="sum").backward()
+    gp, gn = reference_grad(sp32.detach().double().numpy(), sn32.detach().double().numpy(), tau, variant)
+    scale = 1.0 / tau
+    np.testing.assert_allclose(sp32.grad.double().numpy(), gp, rtol=1e-5, atol=1e-6 * scale)
+    np.testing.assert_allclose(sn32.grad.double().numpy(), gn, rtol=1e-5, atol=1e-6 * scale)
+
+
+@settings(max_examples=30, deadline=None)
+@given(B=st.integers(1, 5), k=st.integers(1, 100), s=st.floats(-1, 1), tau=taus)
+def test_identical_similarities_give_chance_level(B, k, s, tau):
+    s_pos = torch.full((B,), s, dtype=torch.float64)
+    s_neg = torch.full((B, k), s, dtype=torch.float64)
+    std = info_nce_from_similarities(s_pos, s_neg, tau, reduction="none")
+    dec = info_nce_from_similarities(s_pos, s_neg, tau, variant="decoupled", reduction="none")
+    torch.testing.assert_close(std, torch.full_like(std, math.log(k + 1)), rtol=1e-14, atol=1e-14)
+    torch.testing.assert_close(dec, torch.full_like(dec, math.log(k)), rtol=1e-14, atol=1e-14)
+
+
+@settings(max_examples=30, deadline=None)
+@given(k=st.integers(1, 300), chunk=st.integers(1, 64), tau=taus, variant=variants, seed=st.integers(0, 10**6))
+def test_chunked_loss_equals_materialised_loss(k, chunk, tau, variant, seed):
+    s_pos, s_neg = sims(3, k, seed)
+    full = info_nce_from_similarities(s_pos, s_neg, tau, variant=variant, reduction="none")
+    chunked = info_nce_from_similarities(s_pos, s_neg, tau, variant=variant, reduction="none", chunk_size=chunk)
+    streamed = info_nce_streaming(s_pos, torch.split(s_neg, chunk, dim=1), tau, variant=variant, reduction="none")
+    torch.testing.assert_close(chunked, full, rtol=1e-12, atol=1e-300)
+    torch.testing.assert_close(streamed, full, rtol=1e-12, atol=1e-300)
+
+
+def unit(*shape, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g, dtype=dtype)
+    return x / x.norm(dim=-1, keepdim=True)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("variant", ["standard", "decoupled"])
+def test_embedding_path_equals_similarity_path(shared, variant):
+    a, p = unit(4, 8, seed=1), unit(4, 8, seed=2)
+    neg = unit(5, 8, seed=3) if shared else unit(4, 5, 8, seed=3)
+    got = info_nce(a, p, neg, 0.3, variant=variant, reduction="none")
+    s_neg = a @ neg.T if shared else torch.einsum("bd,bkd->bk", a, neg)
+    want = reference_loss((a * p).sum(-1).numpy(), s_neg.numpy(), 0.3, variant)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    chunked = info_nce(a, p, neg, 0.3, variant=variant, reduction="none", chunk_size=2)
+    torch.testing.assert_close(chunked, got, rtol=1e-12, atol=0)
+
+
+def test_reductions():
+    s_pos, s_neg = sims(5, 7, 0)
+    none = info_nce_from_similarities(s_pos, s_neg, 0.5, reduction="none")
+    assert none.shape == (5,)
+    torch.testing.assert_close(info_nce_from_similarities(s_pos, s_neg, 0.5), none.mean())
+    torch.testing.assert_close(info_nce_from_similarities(s_pos, s_neg, 0.5, reduction="sum"), none.sum())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("tau", [1e-4, 0.01, 0.07, 1.0, 100.0])
+def test_low_precision_inputs_give_finite_results_within_their_precision(dtype, tau):
+    a, p, neg = unit(16, 32, seed=4), unit(16, 32, seed=5), unit(16, 64, 32, seed=6)
+    lo = info_nce(a.to(dtype), p.to(dtype), neg.to(dtype), tau, reduction="none")
+    assert lo.dtype == torch.float32 and torch.isfinite(lo).all()
+    # Reference: the same rounded inputs in float64. The similarities are formed in float32,
+    # so the error is about float32 eps times beta.
+    ref = info_nce(a.to(dtype).double(), p.to(dtype).double(), neg.to(dtype).double(), tau,
+                   reduction="none", require_unit_norm=False)
+    tol = 1e-6 * (1 + 1 / tau) * (1 + ref.abs())
+    assert ((lo.double() - ref).abs() <= tol).all()
+
+
+def test_extreme_case_positive_opposite_negatives_aligned_is_exact_with_exact_gradient():
+    # s+ = -1, every s_j = +1, tau = 0.01: loss = log(1 + k e^{200}) = 200 + log(k + e^{-200}).
+    k, tau = 10, 0.01
+    s_pos = torch.full((1,), -1.0, requires_grad=True)
+    s_neg = torch.full((1, k), 1.0, requires_grad=True)
+    loss = info_nce_from_similarities(s_pos, s_neg, tau, reduction="sum")
+    assert loss.item() == pytest.approx(200.0 + math.log(k), rel=1e-7)
+    loss.backward()
+    # d/ds+ = -beta (1 - p+) with p+ = 1/(1 + k e^200) ~ 0: exactly -100 to float32 precision.
+    assert s_pos.grad.item() == pytest.approx(-100.0, rel=1e-6)
+    torch.testing.assert_close(s_neg.grad, torch.full((1, k), 100.0 / k), rtol=1e-6, atol=0)
+
+
+def test_tiny_loss_keeps_relative_precision():
+    # Positive far ahead: loss = log1p(k e^{-2/tau}) ~ k e^{-2/tau}, far below float32 eps.
+    tau, k = 0.1, 5
+    loss = info_nce_from_similarities(torch.ones(1), -torch.ones(1, k), tau, reduction="sum")
+    assert loss.item() == pytest.approx(math.log1p(k * math.exp(-20.0)), rel=1e-6)
+
+
+def test_learnable_temperature_receives_a_gradient():
+    tau = torch.tensor(0.5, requires_grad=True)
+    s_pos, s_neg = sims(4, 6, 1)
+    info_nce_from_similarities(s_pos, s_neg, tau).backward()
+    assert tau.grad is not None and torch.isfinite(tau.grad) and tau.grad != 0
+
+
+@pytest.mark.parametrize("tau, match", [(0.0, "tau"), (-1.0, "tau"), (float("nan"), "tau"), (float("inf"), "tau")])
+def test_bad_tau_raises_naming_tau(tau, match):
+    s_pos, s_neg = sims(2, 3, 0)
+    with pytest.raises(ValueError, match=match):
+        info_nce_from_similarities(s_pos, s_neg, tau)
+
+
+def test_bad_inputs_raise_clear_errors():
+    s_pos, s_neg = sims(2, 3, 0)
+    with pytest.raises(TypeError, match="tau"):
+        info_nce_from_similarities(s_pos, s_neg, "0.5")
+    with pytest.raises(ValueError, match=r"k \(number of negatives\)"):
+        info_nce_from_similarities(s_pos, s_neg[:, :0], 0.5)
+    with pytest.raises(ValueError, match=r"s_pos \(2,\), s_neg \(3, 3\)"):
+        info_nce_from_similarities(s_pos, torch.zeros(3, 3, dtype=torch.float64), 0.5)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        info_nce_from_similarities(torch.tensor([float("nan"), 0.0]), s_neg, 0.5)
+    with pytest.raises(TypeError, match="floating-point"):
+        info_nce_from_similarities(torch.tensor([1, 0]), s_neg, 0.5)
+    with pytest.raises(ValueError, match="variant"):
+        info_nce_from_similarities(s_pos, s_neg, 0.5, variant="symmetric")
+    with pytest.raises(ValueError, match="reduction"):
+        info_nce_from_similarities(s_pos, s_neg, 0.5, reduction="max")
+    with pytest.raises(ValueError, match="empty batch"):
+        info_nce_from_similarities(torch.zeros(0), torch.zeros(0, 3), 0.5)
+    with pytest.raises(ValueError, match="chunk_size"):
+        info_nce_from_similarities(s_pos, s_neg, 0.5, chunk_size=0)
+
+
+def test_bad_embeddings_raise_clear_errors():
+    a, p, neg = unit(2, 4), unit(2, 4, seed=1), unit(2, 3, 4, seed=2)
+    with pytest.raises(ValueError, match="unit-norm"):
+        info_nce(2 * a, p, neg, 0.5)
+    with pytest.raises(ValueError, match=r"anchor \(2, 4\), positive \(2, 5\)"):
+        info_nce(a, unit(2, 5), neg, 0.5)
+    with pytest.raises(ValueError, match=r"\(B, k, d\) = \(2, k, 4\)"):
+        info_nce(a, p, unit(3, 3, 4), 0.5)
+    with pytest.raises(ValueError, match=r"\(k, d\) with d = 4"):
+        info_nce(a, p, unit(3, 5), 0.5)
+    with pytest.raises(ValueError, match="anchor must have shape"):
+        info_nce(a[0], p, neg, 0.5)
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        info_nce(a.numpy(), p, neg, 0.5)
