@@ -61,16 +61,15 @@ def test_bounds_hold_for_any_finite_model(n, k, tau, seed, variant):
     assert abs(val) * k <= uniform_bias_constant(tau) * (1 + 1e-12)
 
 
-def test_uniform_constant_known_value():
-    # beta = 1: C = max(e^2, e^2 (e^2 sinh(1)^2 + e^4) / 2).
-    e = math.e
-    assert uniform_bias_constant(1.0) == pytest.approx(max(e**2, e**2 * (e**2 * math.sinh(1) ** 2 + e**4) / 2),
-                                                       rel=1e-13)
+def test_uniform_constant_known_values():
+    # C = max(e^{2 beta}, e^{4 beta}/2): beta = 1 gives e^4/2; beta = 0.1 gives e^0.2 (first term).
+    assert uniform_bias_constant(1.0) == pytest.approx(math.e**4 / 2, rel=1e-14)
+    assert uniform_bias_constant(10.0) == pytest.approx(math.exp(0.2), rel=1e-14)
 
 
 def test_uniform_constant_overflow_is_reported():
     with pytest.raises(OverflowError, match="overflows"):
-        uniform_bias_constant(1e-3)
+        uniform_bias_constant(4e-3)
 
 
 def test_bound_functions_reject_bad_input():

@@ -78,6 +78,13 @@ def test_uniform_constant_agrees_with_the_library(tau):
     assert float(expr.subs(symbolic.beta, 1 / tau)) == pytest.approx(bounds.uniform_bias_constant(tau), rel=1e-12)
 
 
+def test_worst_case_of_the_uniform_constant():
+    g, dg, g_max = symbolic.uniform_constant_worst_case()
+    mu = sorted(g.free_symbols, key=str)[1]  # (beta, mu)
+    assert sp.simplify(dg + 1 + (sp.exp(2 * symbolic.beta) - 1) / mu**2) == 0  # dg/dmu < 0
+    assert sp.simplify(g_max - sp.exp(3 * symbolic.beta)) == 0
+
+
 def test_vmf3_partition_and_c1_closed_form():
     assert sp.simplify(symbolic.vmf3_partition() - sp.sinh(symbolic.beta) / symbolic.beta) == 0
     c1, c2 = symbolic.vmf3_bias_coefficients()

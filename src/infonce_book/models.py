@@ -111,7 +111,7 @@ class VonMisesFisher:
         return float(mean_resultant_length(self.dim, self.kappa))
 
     def limit_risk(self, tau) -> float:
-        """``L_inf(tau) = -beta A_p(kappa) + log Z(beta)`` in nats (book, eq. ``c1-eq-vmf-limit``)."""
+        """``L_inf(tau) = -beta A_p(kappa) + log Z(beta)`` in nats (book, notation page, "Reference models")."""
         beta = 1.0 / check_tau(tau)
         return -beta * self.mean_resultant_length() + float(self.log_partition(beta))
 

@@ -6,7 +6,7 @@ Chapter C1 (the O(1/k) rate). Fix an anchor ``x`` and write, with ``mu = E[W | x
 * ``U = W+ / mu`` for the positive weight (raw moments ``u1, u2, u3, ...``),
 * ``T = (U + sum_{j<=k} V_j) / k`` (standard) or ``T = sum_j V_j / k`` (decoupled),
 
-so that ``L_k - log k - L_inf = E_x E[log T | x]`` (book, C1 chapter, eq. ``c1-eq-logT``). Then
+so that ``L_k - log k - L_inf = E_x E[log T | x]`` (book, C1 chapter, Lemma ``c1-lem-identity``). Then
 ``E[log T | x] = c1/k + c2/k^2 + c3/k^3 + O(k^-4)`` with coefficients that are polynomials in the
 moments. :func:`bias_expansion` derives them: the cumulants of the sample mean of k i.i.d. copies
 of ``V - 1`` are ``kappa_r / k^(r-1)``; its moments follow from the cumulant generating function;
@@ -77,8 +77,8 @@ def bias_expansion(variant: str = "standard", order: int = 2):
         raise ValueError(f"variant must be one of ['decoupled', 'standard'], got variant={variant!r}")
     if order not in (1, 2, 3):
         raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
-    # E[D^n] = O(eps^ceil(n/2)), so powers n <= 2*order suffice; two more are kept and the
-    # check below confirms that they add nothing up to eps^order.
+    # E[D^n] = O(eps^ceil(n/2)), so powers n <= 2*order suffice; two more are kept as a margin
+    # (test_symbolic checks the result against the exact quadrature to third order).
     N = 2 * order + 2
     kap, kap_of_m = _cumulants_from_central_moments(N)
     # Sample mean of k i.i.d. centred variables: cumulants kappa_r * eps^(r-1).
@@ -117,6 +117,23 @@ def c2_formula(variant: str = "standard"):
     return m3 / 3 - sp.Rational(3, 4) * m2**2
 
 
+def as_math(**named):
+    """Display sympy expressions as typeset equations: ``as_math(c_1=expr, c_2=expr)``.
+
+    Returns an ``IPython.display.Math`` object (one aligned line per name), so that chapters
+    show mathematics rather than strings. Names like ``c_1`` or ``c_1^dec`` are typeset as given.
+    """
+    from IPython.display import Math
+
+    lines = []
+    for name, expr in named.items():
+        if name.endswith("_dec"):
+            name = name[: -len("_dec")] + r"^{\mathrm{dec}}"
+        relation = " " if "&" in name else " &= "  # a name may carry its own relation, e.g. "x &\\le"
+        lines.append(name + relation + sp.latex(expr))
+    return Math(r"\begin{aligned}" + r" \\ ".join(lines) + r"\end{aligned}")
+
+
 # ----------------------------------------------------------------------------------------------
 # The elementary inequality behind the non-asymptotic bound.
 
@@ -124,9 +141,9 @@ def c2_formula(variant: str = "standard"):
 def log_lower_bound_derivative():
     """``d/dt [log t - (t-1) + (t-1)^2/(2a)]``, factorised: ``(t-1)(t-a)/(a t)``.
 
-    For ``t >= a`` the sign is that of ``t - 1``, so the bracket is minimal at ``t = 1`` where it
-    vanishes: ``log t >= (t-1) - (t-1)^2/(2a)`` for all ``t >= a > 0`` (book, Lemma
-    ``c1-lem-log``). With ``a <= 1`` the same holds with ``2a^2`` in place of ``2a`` (weaker).
+    For ``t >= a`` the sign is that of ``t - 1``; with ``0 < a <= 1`` the bracket is therefore
+    minimal at ``t = 1``, where it vanishes: ``log t >= (t-1) - (t-1)^2/(2a)`` for all ``t >= a``
+    (book, Lemma ``c1-lem-log``; the condition ``a <= 1`` is needed). With ``a <= 1`` the same holds with ``2a^2`` in place of ``2a`` (weaker).
     """
     f = sp.log(t) - (t - 1) + (t - 1) ** 2 / (2 * a)
     return sp.factor(sp.together(sp.diff(f, t)))
@@ -136,7 +153,7 @@ def nonasymptotic_bias_bounds(variant: str = "standard"):
     """Lower and upper bounds on ``k E[log T | x]`` (book, Theorem ``c1-thm-rate`` (ii)).
 
     Upper: Jensen, then ``log(1+y) <= y``: ``E log T <= log E T = log(1 + u1/k) <= u1/k``.
-    Lower: Lemma ``c1-lem-log`` with ``a = min T`` and ``E(T-1) = u1/k``,
+    Lower: Lemma ``c1-lem-log`` with ``a <= 1`` a lower bound of ``T`` and ``E(T-1) = u1/k``,
     ``E(T-1)^2 = m2/k + u2/k^2``.
 
     Returns:
@@ -152,18 +169,31 @@ def nonasymptotic_bias_bounds(variant: str = "standard"):
     return lower, upper
 
 
-def uniform_bias_constant():
-    """``C(tau)`` with ``|L_k - log k - L_inf| <= C(tau)/k`` for every embedding and every k >= 1.
+def uniform_constant_worst_case():
+    """The joint worst case over embeddings in Part 3 of Theorem ``c1-thm-rate``.
 
-    Worst cases over all embeddings into the sphere: ``e^-beta <= W <= e^beta`` gives
-    ``u1 <= e^{2 beta}``, ``u2 <= e^{4 beta}``, ``m2 <= e^{2 beta} sinh(beta)^2`` (Popoviciu's
-    variance inequality and ``mu >= e^-beta``), and ``T >= a = e^{-2 beta}``. Hence
-    ``C = max(e^{2beta}, (e^{2beta} sinh(beta)^2 + e^{4beta}) / (2 e^{-2beta}))``.
+    For a fixed anchor with ``mu in [e^-beta, e^beta]``: ``u2 <= e^{2beta}/mu^2``, Bhatia--Davis
+    ``sigma^2 <= (e^beta - mu)(mu - e^-beta)`` and ``1/(2a) = mu e^beta / 2`` give
+    ``(m2 + u2)/(2a) <= e^beta g(mu) / 2`` with ``g(mu) = ((e^beta - mu)(mu - e^-beta) + e^{2beta})/mu``.
+
+    Returns:
+        ``(g, dg/dmu, g(e^-beta))`` as sympy expressions in ``mu`` and ``beta``; the derivative is
+        ``-1 - (e^{2beta} - 1)/mu^2 < 0`` and ``g(e^-beta) = e^{3beta}``.
     """
-    lower, upper = nonasymptotic_bias_bounds("standard")
-    worst_lower = -lower.subs({u1: 0, m2: sp.exp(2 * beta) * sp.sinh(beta) ** 2, u2: sp.exp(4 * beta),
-                               a: sp.exp(-2 * beta), k: 1})
-    return sp.simplify(sp.Max(sp.exp(2 * beta), sp.expand(worst_lower)))
+    mu = sp.Symbol("mu", positive=True)
+    g = ((sp.exp(beta) - mu) * (mu - sp.exp(-beta)) + sp.exp(2 * beta)) / mu
+    return g, sp.simplify(sp.diff(g, mu)), sp.simplify(g.subs(mu, sp.exp(-beta)))
+
+
+def uniform_bias_constant():
+    """``C(tau) = max(e^{2 beta}, e^{4 beta}/2)``: ``|L_k - log k - L_inf| <= C(tau)/k`` for every
+    embedding into the sphere, every Markov kernel, every k >= 1 and both variants.
+
+    The first term bounds ``u1 <= e^beta/mu <= e^{2beta}`` (upper side); the second is
+    ``e^beta g(e^-beta) / 2`` from :func:`uniform_constant_worst_case` (lower side).
+    """
+    _, _, g_max = uniform_constant_worst_case()
+    return sp.Max(sp.exp(2 * beta), sp.simplify(sp.exp(beta) * g_max / 2))
 
 
 # ----------------------------------------------------------------------------------------------
