@@ -33,6 +33,19 @@ def test_log_partition_matches_quadrature_of_the_density_of_the_cosine(dim, b):
     assert log_vmf_partition(dim, b) == pytest.approx(math.log(z_by_quadrature(dim, b)), rel=1e-10)
 
 
+@pytest.mark.parametrize("dim", [128, 512, 768])
+@pytest.mark.parametrize("b", [1.5, 10.0, 100.0, 1000.0])
+def test_log_partition_at_embedding_dimensions_matches_mpmath(dim, b):
+    # Large order nu = dim/2 - 1: scipy's ive underflows; reference Gamma(p/2)(2/b)^nu I_nu(b)
+    # in 50 digits.
+    mpmath.mp.dps = 50
+    nu = mpmath.mpf(dim) / 2 - 1
+    want = float(mpmath.log(mpmath.gamma(mpmath.mpf(dim) / 2) * (2 / mpmath.mpf(b)) ** nu * mpmath.besseli(nu, b)))
+    assert log_vmf_partition(dim, b) == pytest.approx(want, rel=1e-12, abs=1e-15)
+    a = float(mpmath.besseli(nu + 1, b) / mpmath.besseli(nu, b))
+    assert mean_resultant_length(dim, b) == pytest.approx(a, rel=1e-12)
+
+
 def test_log_partition_is_finite_for_large_arguments():
     # log Z_3(b) = b - log(2b) + log(1 - e^{-2b}); no overflow at b = 1e4.
     assert log_vmf_partition(3, 1e4) == pytest.approx(1e4 - math.log(2e4), rel=1e-14)

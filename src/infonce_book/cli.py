@@ -58,6 +58,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # e.g. `infonce-book ledger | head`
+        sys.stderr.close()
+        return 0
+
+
+def _main(argv=None) -> int:
     args = _parser().parse_args(argv)
     from .paths import project_root
 
@@ -78,6 +86,9 @@ def main(argv=None) -> int:
 
             build_dir = (args.build_dir or root / "_build").resolve()
             records = load_records(build_dir / "ledger") if (build_dir / "ledger").is_dir() else []
+            for failed in sorted((build_dir / "notebooks").glob("*.failed.ipynb")):
+                print(f"warning: the last run of chapter {failed.name.split('.')[0]} failed ({failed}); "
+                      f"its records below are from its last successful run", file=sys.stderr)
             if args.format == "json":
                 print(json.dumps(records, indent=2))
             else:

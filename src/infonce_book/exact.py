@@ -134,14 +134,16 @@ def exact_bias(model, ks, tau, variant: str = "standard", *, closed_form: bool =
     mu = laws.mu
 
     def integrand(v: float) -> np.ndarray:
+        # f(u) = e^{-u} - G(u), G = L+(t) L(t)^k, t = u/(k mu); integrating f(u)/u du = f(e^v) dv.
         u = math.exp(v)
         t = u / (ks_arr * mu)
-        expo = ks_arr * laws.centred_cgf(t)
-        if standard:
-            expo = expo + laws.log_laplace_pos(t)
-        # f(u) = e^{-u} - L+(t) L(t)^k; integrating f(u)/u du = f(e^v) dv.
-        # expo <= u (G <= 1); beyond u = 700 both terms are below 1e-304 and no longer cancel.
-        return -math.exp(-u) * np.expm1(expo) if u < 700.0 else math.exp(-u) - np.exp(expo - u)
+        pos = laws.log_laplace_pos(t) if standard else 0.0
+        if u < 700.0:
+            # log G + u = k (log L(t) + t mu) + log L+(t) is small where the two terms cancel.
+            return -math.exp(-u) * np.expm1(ks_arr * laws.centred_cgf(t) + pos)
+        # Far out e^{-u} < 1e-304: no cancellation left; form log G directly (u itself may
+        # exceed 1e20, so adding and subtracting t mu k = u would lose all digits of log G).
+        return math.exp(-u) - np.exp(ks_arr * laws.log_laplace_neg(t) + pos)
 
     # Where the integrand is negligible: below, f ~ u (E T - 1); above, L(t)^k decays with
     # t = u/(k mu) >> e^beta (the smallest weight is e^-beta).

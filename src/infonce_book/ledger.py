@@ -106,8 +106,10 @@ def format_table(records: list[dict]) -> str:
     """Records as a plain-text table for people."""
     from tabulate import tabulate
 
-    rows = [[r["id"], r["quantity"], f"{r['predicted']:.6g}", f"{r['measured']:.6g}",
+    rows = [[r["chapter"], r["id"], r["quantity"], f"{r['predicted']:.6g}", f"{r['measured']:.6g}",
              f"[{r['ci_low']:.6g}, {r['ci_high']:.6g}]", "pass" if r["passed"] else "FAIL",
-             r["profile"], r["device"]] for r in records]
-    return tabulate(rows, headers=["id", "quantity", "predicted", "measured", "interval", "verdict",
-                                   "profile", "device"])
+             r["profile"], r["device"], r["seed"]] for r in records]
+    n_fail = sum(not r["passed"] for r in records)
+    summary = f"\n{len(records)} records: {len(records) - n_fail} passed, {n_fail} failed"
+    return tabulate(rows, headers=["chapter", "id", "quantity", "predicted", "measured", "interval", "verdict",
+                                   "profile", "device", "seed"]) + summary

@@ -31,8 +31,9 @@ def log_vmf_partition(dim: int, b) -> np.ndarray:
 
     ``Z_p(b) = Gamma(p/2) (2/b)^{p/2-1} I_{p/2-1}(b)`` (for p = 3: ``sinh(b)/b``). Computed in log
     space with the exponentially scaled Bessel function ``ive`` for ``b > 1`` and with the series
-    ``Z = sum_n (b^2/4)^n / (n! (p/2)_n)`` (via ``log1p``) for ``b <= 1``, where the Bessel form
-    would cancel. Finite for any finite ``b >= 0`` (no overflow: ``log I = log ive + b``).
+    ``Z = sum_n (b^2/4)^n / (n! (p/2)_n)`` (via ``log1p``) for ``b^2/4 <= 8 (p/2)``, where the
+    Bessel form would cancel. Finite for any finite ``b >= 0`` and any dim (no overflow: ``log I = log ive +
+    b``; where ``ive`` underflows at large order, mpmath's arbitrary-precision Bessel function).
 
     Args:
         dim: p >= 2. b: array-like of values >= 0 (dimensionless: an inverse temperature).
@@ -46,19 +47,34 @@ def log_vmf_partition(dim: int, b) -> np.ndarray:
         raise ValueError(f"b must be finite and >= 0, got {b!r}")
     nu = dim / 2.0 - 1.0
     out = np.empty_like(b)
-    small = b <= 1.0
+    # Series while b^2/4 <= 8 (nu + 1): the term ratio x / (n (nu + n)) is then below 8/n, so 90
+    # terms leave less than 1e-40; all terms are positive (no cancellation).
+    small = (b / 2.0) ** 2 <= 8.0 * (nu + 1.0)
     if np.any(small):
         x = (b[small] / 2.0) ** 2
         term = np.ones_like(x)
         total = np.zeros_like(x)
-        for n in range(1, 40):
+        for n in range(1, 90):
             term = term * x / (n * (nu + n))
             total = total + term
         out[small] = np.log1p(total)
     if np.any(~small):
         bb = b[~small]
-        out[~small] = (special.gammaln(dim / 2.0) + nu * np.log(2.0 / bb)
-                       + np.log(special.ive(nu, bb)) + bb)
+        out[~small] = special.gammaln(dim / 2.0) + nu * np.log(2.0 / bb) + _log_bessel_i(nu, bb)
+    return out
+
+
+def _log_bessel_i(nu: float, x: np.ndarray) -> np.ndarray:
+    """``log I_nu(x)`` for ``x > 0``: ``log ive + x`` (scipy), and mpmath's arbitrary-precision
+    ``besseli`` where ``ive`` underflows (large order, e.g. nu = 255 for dim = 512, x = 10)."""
+    x = np.atleast_1d(np.asarray(x, dtype=np.float64))
+    with np.errstate(divide="ignore"):
+        out = np.log(special.ive(nu, x)) + x
+    bad = ~np.isfinite(out) | (special.ive(nu, x) < 1e-290)
+    if np.any(bad):
+        import mpmath
+
+        out[bad] = [float(mpmath.log(mpmath.besseli(nu, float(v)))) for v in x[bad]]
     return out
 
 
@@ -66,8 +82,8 @@ def mean_resultant_length(dim: int, kappa) -> np.ndarray:
     """``A_p(kappa) = I_{p/2}(kappa) / I_{p/2-1}(kappa) = E <x, x+>`` for ``x+ ~ vMF(x, kappa)``."""
     dim = _check_dim(dim)
     kappa = np.asarray(kappa, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = special.ive(dim / 2.0, kappa) / special.ive(dim / 2.0 - 1.0, kappa)
+    pos = np.maximum(kappa, 1e-8).reshape(-1)
+    ratio = np.exp(_log_bessel_i(dim / 2.0, pos) - _log_bessel_i(dim / 2.0 - 1.0, pos)).reshape(kappa.shape)
     return np.where(kappa < 1e-8, kappa / dim, ratio)
 
 

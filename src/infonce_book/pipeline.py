@@ -169,7 +169,10 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
         try:
             pm.execute_notebook(str(in_path), str(exec_path), parameters=params, kernel_name="python3",
                                 cwd=str(source.parent), progress_bar=sys.stderr.isatty(),
-                                log_output=False, request_save_on_cell_execute=False)
+                                log_output=False, request_save_on_cell_execute=False,
+                                # the kernel's own log (TCP notice, shutdown chatter) is noise
+                                # here; cell errors still fail the run, naming the cell.
+                                extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
         except pm.PapermillExecutionError as err:
             failed = nb_dir / f"{stem}.failed.ipynb"
             if exec_path.exists():
