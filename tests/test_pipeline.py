@@ -28,9 +28,7 @@ kernelspec:
 ---
 """
 
-OK_CHAPTER = HEADER + """
-# A chapter
-
+PARAMETERS = """
 ```{code-cell} ipython3
 :tags: [parameters]
 
@@ -38,23 +36,15 @@ profile = "standard"
 device = "auto"
 seed = 0
 ```
+"""
 
+OK_CHAPTER = HEADER + "\n# A chapter\n" + PARAMETERS + """
 ```{code-cell} ipython3
 print(f"ran with {profile} {device} {seed}")
 ```
 """
 
-BAD_CHAPTER = HEADER + """
-# A failing chapter
-
-```{code-cell} ipython3
-:tags: [parameters]
-
-profile = "standard"
-device = "auto"
-seed = 0
-```
-
+BAD_CHAPTER = HEADER + "\n# A failing chapter\n" + PARAMETERS + """
 ```{code-cell} ipython3
 x = 1
 ```
