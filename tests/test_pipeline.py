@@ -156,6 +156,9 @@ def test_whole_book_builds_at_the_smoke_profile_with_passing_ledger(tmp_path):
     c1 = [r for r in records if r["claim"] == "C1"]
     assert len(c1) >= 10 and all(r["passed"] for r in c1), [r["id"] for r in c1 if not r["passed"]]
     assert {r["quantity"] for r in c1} >= {"c1", "k_bias", "bias_mc", "coverage_95", "loglog_slope"}
+    c2 = [r for r in records if r["claim"] == "C2"]
+    assert len(c2) >= 10 and all(r["passed"] for r in c2), [r["id"] for r in c2 if not r["passed"]]
+    assert {r["params"]["model"] for r in c2} >= {"vmf", "finite"}
     std = [r for r in c1 if r["id"] == "C1-c1-standard"][0]
     assert std["params"] == {"model": "vmf", "dim": 3, "kappa": 4.0, "tau": 0.5, "variant": "standard",
                              "k": std["params"]["k"]}

@@ -52,55 +52,46 @@ def ein(z) -> np.ndarray:
     return out
 
 
-class _SimilarityLaws:
-    """Laplace transforms of ``W = e^{beta s}`` (negatives) and ``W+`` (positives) for the vMF model."""
+class _DiscreteLaws:
+    """Laplace transforms of the weights for one anchor, when they take finitely many values:
+    ``W`` (values), ``w_neg`` (their probabilities for a negative), ``w_pos`` (for the positive).
 
-    def __init__(self, model, beta: float, n_nodes: int = _N_NODES, closed_form: bool = True):
-        self.model, self.beta = model, beta
-        p = model.dim
-        alpha = (p - 3.0) / 2.0
-        nodes, weights = special.roots_jacobi(n_nodes, alpha, alpha)
-        self.s = nodes
-        self.w_neg = weights / weights.sum()
-        log_tilt = model.kappa * nodes
-        wp = weights * np.exp(log_tilt - log_tilt.max())
-        self.w_pos = wp / wp.sum()
-        self.closed_form = closed_form and p == 3
-        self.W = np.exp(beta * nodes)
-        self.mu = math.exp(float(model.log_partition(beta)))
+    Used directly for the finite model, and with Gauss--Jacobi nodes for the vMF model.
+    """
+
+    closed_form = False
+
+    def __init__(self, W: np.ndarray, w_neg: np.ndarray, w_pos: np.ndarray, beta: float, mu: float | None = None):
+        self.W, self.w_neg, self.w_pos, self.beta = (np.asarray(W, float), np.asarray(w_neg, float),
+                                                     np.asarray(w_pos, float), float(beta))
+        self.mu = float(self.w_neg @ self.W) if mu is None else float(mu)
+        self.w_max, self.w_min = float(self.W.max()), float(self.W.min())
 
     def laplace_neg_minus_one(self, t: np.ndarray) -> np.ndarray:
         """``L(t) - 1 = E expm1(-t W)``, with relative accuracy for small t; shape of t."""
-        t = np.asarray(t, dtype=np.float64)
-        if self.closed_form:
-            b = self.beta
-            return -(ein(t * math.exp(b)) - ein(t * math.exp(-b))) / (2.0 * b)
-        return np.expm1(-np.multiply.outer(t, self.W)) @ self.w_neg
+        return np.expm1(-np.multiply.outer(np.asarray(t, dtype=np.float64), self.W)) @ self.w_neg
 
     def _log_laplace_large_t(self, t: np.ndarray, weights: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore"):
             return special.logsumexp(np.log(weights) - np.multiply.outer(t, self.W), axis=-1)
 
+    def _log_laplace_neg_large_t(self, t: np.ndarray) -> np.ndarray:
+        return self._log_laplace_large_t(t, self.w_neg)
+
     def log_laplace_neg(self, t: np.ndarray) -> np.ndarray:
-        """``log L(t)``: ``log1p(L - 1)`` while ``t e^beta <= 1/2`` (relative accuracy of the
-        centred part), then ``log`` of ``L`` itself (E1 closed form for dim 3, else Gauss--Jacobi)."""
+        """``log L(t)``: ``log1p(L - 1)`` while ``t max W <= 1/2`` (relative accuracy of the
+        centred part), then the log of ``L`` itself."""
         t = np.asarray(t, dtype=np.float64)
-        small = t * math.exp(self.beta) <= 0.5
+        small = t * self.w_max <= 0.5
         out = np.empty_like(t)
         out[small] = np.log1p(self.laplace_neg_minus_one(t[small]))
-        tl = t[~small]
-        if self.closed_form:
-            b = self.beta
-            with np.errstate(divide="ignore"):
-                out[~small] = np.log(special.exp1(tl * math.exp(-b)) - special.exp1(tl * math.exp(b))) - math.log(2.0 * b)
-        else:
-            out[~small] = self._log_laplace_large_t(tl, self.w_neg)
+        out[~small] = self._log_laplace_neg_large_t(t[~small])
         return out
 
     def log_laplace_pos(self, t: np.ndarray) -> np.ndarray:
-        """``log L+(t) = log E e^{-t W+}`` (Gauss--Jacobi with the vMF tilt ``e^{kappa s}``)."""
+        """``log L+(t) = log E e^{-t W+}``."""
         t = np.asarray(t, dtype=np.float64)
-        small = t * math.exp(self.beta) <= 0.5
+        small = t * self.w_max <= 0.5
         out = np.empty_like(t)
         out[small] = np.log1p(np.expm1(-np.multiply.outer(t[small], self.W)) @ self.w_pos)
         out[~small] = self._log_laplace_large_t(t[~small], self.w_pos)
@@ -111,26 +102,44 @@ class _SimilarityLaws:
         return self.log_laplace_neg(t) + t * self.mu
 
 
-def exact_bias(model, ks, tau, variant: str = "standard", *, closed_form: bool = True,
-               return_error: bool = False, n_nodes: int = _N_NODES):
-    """``L_k - log k - L_inf`` for each k, by the Laplace/Frullani quadrature (no Monte Carlo).
+class _SimilarityLaws(_DiscreteLaws):
+    """The vMF model's weights on Gauss--Jacobi nodes for ``s = <x, y>``; for dim 3 the negative
+    weight's transform in closed form (``Ein`` and ``E1``)."""
 
-    Args:
-        model: a :class:`~infonce_book.models.VonMisesFisher`.
-        ks: sequence of integers >= 1 (numbers of negatives).
-        tau: temperature > 0.
-        variant: ``"standard"`` or ``"decoupled"``.
-        closed_form: for dim 3 use the ``Ein`` closed form of ``L`` (else Gauss--Jacobi).
-        return_error: also return quad_vec's estimate of the absolute error (one number).
-    Returns:
-        float64 array of shape (len(ks),), in nats; optionally ``(values, abs_error)``.
-    Source: book, C1 chapter, eq. ``c1-eq-frullani``; DESIGN section 4.
+    def __init__(self, model, beta: float, n_nodes: int = _N_NODES, closed_form: bool = True):
+        p = model.dim
+        alpha = (p - 3.0) / 2.0
+        nodes, weights = special.roots_jacobi(n_nodes, alpha, alpha)
+        log_tilt = model.kappa * nodes
+        wp = weights * np.exp(log_tilt - log_tilt.max())
+        super().__init__(np.exp(beta * nodes), weights / weights.sum(), wp / wp.sum(), beta,
+                         mu=math.exp(float(model.log_partition(beta))))
+        self.model, self.s = model, nodes
+        self.closed_form = closed_form and p == 3
+        self.w_max, self.w_min = math.exp(beta), math.exp(-beta)
+
+    def laplace_neg_minus_one(self, t: np.ndarray) -> np.ndarray:
+        if not self.closed_form:
+            return super().laplace_neg_minus_one(t)
+        t = np.asarray(t, dtype=np.float64)
+        b = self.beta
+        return -(ein(t * math.exp(b)) - ein(t * math.exp(-b))) / (2.0 * b)
+
+    def _log_laplace_neg_large_t(self, t: np.ndarray) -> np.ndarray:
+        if not self.closed_form:
+            return super()._log_laplace_neg_large_t(t)
+        b = self.beta
+        with np.errstate(divide="ignore"):
+            return np.log(special.exp1(t * math.exp(-b)) - special.exp1(t * math.exp(b))) - math.log(2.0 * b)
+
+
+def expected_log_T(laws: _DiscreteLaws, ks, standard: bool = True):
+    """``E[log T_k]`` for one anchor, ``T_k = (W+ + sum_{j<=k} W_j)/(k mu)`` (or without ``W+``),
+    by the Laplace/Frullani integral (book, eq. ``c1-eq-frullani``).
+
+    Returns ``(values, abs_error)``: a float64 array over ks and quad_vec's error estimate.
     """
-    check_choice(variant, "variant", VARIANTS)
-    beta = 1.0 / check_tau(tau)
-    ks_arr = np.array([check_k(k) for k in np.atleast_1d(ks)], dtype=np.float64)
-    laws = _SimilarityLaws(model, beta, n_nodes=n_nodes, closed_form=closed_form)
-    standard = variant == "standard"
+    ks_arr = np.asarray(ks, dtype=np.float64)
     mu = laws.mu
 
     def integrand(v: float) -> np.ndarray:
@@ -145,16 +154,49 @@ def exact_bias(model, ks, tau, variant: str = "standard", *, closed_form: bool =
         # exceed 1e20, so adding and subtracting t mu k = u would lose all digits of log G).
         return math.exp(-u) - np.exp(ks_arr * laws.log_laplace_neg(t) + pos)
 
-    # Where the integrand is negligible: below, f ~ u (E T - 1); above, L(t)^k decays with
-    # t = u/(k mu) >> e^beta (the smallest weight is e^-beta).
+    # Where the integrand is negligible: below, f ~ u (E T - 1); above, L(t)^k decays once
+    # t = u/(k mu) >> 1/min W.
     v_lo = math.log(1e-20)
-    v_hi = math.log(ks_arr.max() * mu) + beta + math.log(60.0)
-    # For k = 1 and small tau, L decays only logarithmically up to t ~ e^beta; extend until
+    v_hi = math.log(ks_arr.max() * mu / laws.w_min) + math.log(60.0)
+    # For k = 1 and small tau, L decays only logarithmically up to t ~ 1/min W; extend until
     # the largest remaining integrand is below 1e-20.
     while np.max(np.abs(integrand(v_hi))) > 1e-20:
         v_hi += 2.0
     values, err = integrate.quad_vec(integrand, v_lo, v_hi, epsabs=1e-14, epsrel=1e-12, limit=2000,
                                      points=[math.log(m) for m in (ks_arr.min() * mu, ks_arr.max() * mu)])
+    return values, float(err)
+
+
+def exact_bias(model, ks, tau, variant: str = "standard", *, closed_form: bool = True,
+               return_error: bool = False, n_nodes: int = _N_NODES):
+    """``L_k - log k - L_inf`` for each k, by the Laplace/Frullani quadrature (no Monte Carlo).
+
+    Args:
+        model: a :class:`~infonce_book.models.VonMisesFisher` or
+            :class:`~infonce_book.models.FiniteModel` (then averaged over the anchors exactly).
+        ks: sequence of integers >= 1 (numbers of negatives).
+        tau: temperature > 0.
+        variant: ``"standard"`` or ``"decoupled"``.
+        closed_form: for the vMF model on S^2 use the ``Ein`` closed form of ``L`` (else
+            Gauss--Jacobi).
+        return_error: also return the integrator's estimate of the absolute error (one number).
+    Returns:
+        float64 array of shape (len(ks),), in nats; optionally ``(values, abs_error)``.
+    Source: book, C1 chapter, eq. ``c1-eq-frullani``; DESIGN section 4.
+    """
+    check_choice(variant, "variant", VARIANTS)
+    beta = 1.0 / check_tau(tau)
+    ks_arr = np.array([check_k(k) for k in np.atleast_1d(ks)], dtype=np.float64)
+    standard = variant == "standard"
+    if hasattr(model, "anchor_laws"):  # finite model: an exact average over its N anchors
+        values, err = np.zeros_like(ks_arr), 0.0
+        for prob, laws in model.anchor_laws(beta):
+            v, e = expected_log_T(laws, ks_arr, standard)
+            values += prob * v
+            err += prob * e
+    else:
+        laws = _SimilarityLaws(model, beta, n_nodes=n_nodes, closed_form=closed_form)
+        values, err = expected_log_T(laws, ks_arr, standard)
     return (values, float(err)) if return_error else values
 
 
@@ -180,3 +222,48 @@ def exact_bias_with_error(model, ks, tau, variant: str = "standard"):
 def exact_centred_risk(model, ks, tau, variant: str = "standard") -> np.ndarray:
     """``L_k - log k`` for each k (the limit risk plus :func:`exact_bias`), float64 array."""
     return model.limit_risk(tau) + exact_bias(model, ks, tau, variant)
+
+
+def snis_bias(m, f, p, ks) -> tuple[np.ndarray, float]:
+    """Bias of the self-normalised importance-sampling average, exactly, for each k:
+
+        E[ sum_j m_j f_j / sum_j m_j ] - E_p[m f],   j = 1..k i.i.d. from p (finitely many values),
+
+    with ``E_p m = 1`` (``m`` a density ratio, so ``E_p[m f]`` is the mean of f under the target).
+    Uses ``1/S = int_0^inf e^{-uS} du``: with ``u = v/k``, the first term is
+    ``int_0^inf E[m f e^{-vm/k}] L_m(v/k)^{k-1} dv``, ``L_m(t) = E e^{-tm}``, and the integrand
+    minus ``E[mf] e^{-v}`` is integrated directly, so the small bias is not a difference of two
+    large numbers.
+
+    Args:
+        m, f, p: arrays of the same length (values of m, of f, and their probabilities).
+        ks: integers >= 1.
+    Returns:
+        ``(bias for each k, absolute error estimate)``.
+    Source: book, C2 chapter, Lemma ``c2-lem-snis``.
+    """
+    m, f, p = (np.asarray(a, dtype=np.float64) for a in (m, f, p))
+    ks_arr = np.array([check_k(k) for k in np.atleast_1d(ks)], dtype=np.float64)
+    mf = float(p @ (m * f))
+
+    def log_lm(t):  # log E e^{-t m}: log1p form (relative accuracy) for small t, logsumexp beyond
+        small = t * m.max() <= 0.5
+        out = np.empty_like(t)
+        out[small] = np.log1p(np.expm1(-np.multiply.outer(t[small], m)) @ p)
+        with np.errstate(divide="ignore"):
+            out[~small] = special.logsumexp(np.log(p) - np.multiply.outer(t[~small], m), axis=-1)
+        return out
+
+    def integrand(w: float) -> np.ndarray:  # v = e^w, dv = v dw
+        v = math.exp(w)
+        t = v / ks_arr
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rest = np.where(ks_arr > 1, (ks_arr - 1) * log_lm(t), 0.0)  # L_m^0 = 1 even if L_m underflows
+        first = (np.exp(-np.multiply.outer(t, m)) @ (p * m * f)) * np.exp(rest)
+        return (first - mf * math.exp(-v)) * v
+
+    w_hi = math.log(60.0 / min(1.0, m.min()))
+    while np.max(np.abs(integrand(w_hi))) > 1e-22:
+        w_hi += 1.0
+    values, err = integrate.quad_vec(integrand, math.log(1e-20), w_hi, epsabs=1e-15, epsrel=1e-12, limit=2000)
+    return values, float(err)

@@ -310,3 +310,196 @@ def coverage_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, fl
     """Clopper--Pearson interval for a coverage fraction ``hits/n`` (scipy's binomtest)."""
     ci = stats.binomtest(int(hits), int(n)).proportion_ci(confidence_level=level, method="exact")
     return float(ci.low), float(ci.high)
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter C2: InfoNCE as similarity search over unseen data.
+
+
+def c2_model(spec: dict):
+    """Build a model from a JSON-able spec: ``{"model": "vmf", "dim", "kappa"}`` or
+    ``{"model": "finite", "N", "d", "seed", "concentration"}``."""
+    from .models import FiniteModel
+
+    if spec["model"] == "vmf":
+        return VonMisesFisher(spec["dim"], spec["kappa"])
+    if spec["model"] == "finite":
+        return FiniteModel.random(spec["N"], spec["d"], concentration=spec["concentration"], seed=spec["seed"])
+    raise ValueError(f"unknown model spec {spec!r}")
+
+
+@cached
+def c2_exact_curve(spec: dict, tau: float, ks: list):
+    """Both sides of Theorem ``c2-thm-search`` against k, exactly.
+
+    Columns: ``k, search_ce`` (``E[H(M_hat_k, Q_hat_k)] - log k``), ``risk`` (``L_k - log k``),
+    ``risk_dec`` (decoupled), ``gap = search_ce - risk``, ``k_gap``, ``k_gap_dec``, ``d1``,
+    ``d1_dec``, ``limit`` (``L_inf``), ``method``.
+    """
+    model = c2_model(spec)
+    risk = model.limit_risk(tau) + exact_bias(model, ks, tau, "standard")
+    risk_dec = model.limit_risk(tau) + exact_bias(model, ks, tau, "decoupled")
+    d1, d1d = model.search_gap_constant(tau, "standard"), model.search_gap_constant(tau, "decoupled")
+    search = model.search_cross_entropy_curve(ks, tau)
+    rows = []
+    for k, h, r, rd in zip(ks, search, risk, risk_dec):
+        h, r, rd = float(h), float(r), float(rd)
+        rows.append({"k": int(k), "search_ce": h, "risk": r, "risk_dec": rd, "gap": h - r,
+                     "k_gap": k * (h - r), "k_gap_dec": k * (h - rd), "d1": d1, "d1_dec": d1d,
+                     "limit": model.limit_risk(tau), "method": "laplace"})
+    return pd.DataFrame(rows)
+
+
+def _vmf3_top1_ideal(kappa: float, k: int) -> float:
+    """P(the positive is ranked first among itself and k uniform items) for the ideal search on
+    S^2: ``E[((1 + s+)/2)^k]`` with ``s+`` of density ``kappa e^{kappa s} / (2 sinh kappa)``."""
+    from scipy import integrate as _int
+
+    log_norm = math.log(kappa) - (kappa + math.log1p(-math.exp(-2 * kappa)) - math.log(2.0)) - math.log(2.0)
+    f = lambda s: math.exp(log_norm + kappa * s + k * math.log((1 + s) / 2)) if s > -1 else 0.0  # noqa: E731
+    return _int.quad(f, -1, 1, epsabs=1e-13, epsrel=1e-11, limit=200)[0]
+
+
+@cached
+def c2_retrieval(kappa: float, tau: float, ks: list, n_queries: int, distortion: float, device: str, seed: int):
+    """Retrieval on the vMF model on S^2: for each query, a positive ``x+ ~ vMF(x, kappa)`` and k
+    unseen uniform items; the rank of the positive under the ideal search (by ``m``, i.e. by
+    ``<x, y>``) and under the softmax search of the embedding ``phi(x) = normalize(D x)``,
+    ``D = diag(1, 1, distortion)`` (``distortion = 1``: ``phi`` is the identity).
+
+    Columns: ``k, search, top1, top5, top1_low, top1_high`` (Clopper--Pearson 95%),
+    ``top1_exact`` (ideal search only), ``diff_mean, diff_low, diff_high`` (paired top-1
+    difference ideal - softmax, 95% normal interval), ``search_ce, ce_low, ce_high``
+    (``H(M_hat, Q_hat) - log k`` for the distorted embedding), ``n_queries``.
+    """
+    import torch
+
+    from .device import resolve_device
+    from .search import positive_rank, search_cross_entropy
+
+    dev = resolve_device(device)
+    model = VonMisesFisher(3, kappa)
+    D = torch.tensor([1.0, 1.0, distortion], dtype=torch.float64, device=dev)
+    phi = lambda x: torch.nn.functional.normalize(x * D, dim=-1)  # noqa: E731
+    log_zk = float(model.log_partition(kappa))
+    rows = []
+    for i, k in enumerate(ks):
+        gen = torch.Generator(device=dev).manual_seed(seed + i)
+        ranks_ideal, ranks_soft, ce = [], [], []
+        batch = max(1, min(n_queries, 2**21 // k))
+        for lo in range(0, n_queries, batch):
+            n = min(batch, n_queries - lo)
+            x = model.sample_uniform(n, generator=gen, device=dev)
+            xp = model.sample_positive(x, generator=gen)
+            db = model.sample_uniform(n * k, generator=gen, device=dev).reshape(n, k, 3)
+            s_ideal_db, s_ideal_pos = torch.einsum("bd,bkd->bk", x, db), (x * xp).sum(-1)
+            px, pdb = phi(x), phi(db)
+            s_soft_db, s_soft_pos = torch.einsum("bd,bkd->bk", px, pdb), (px * phi(xp)).sum(-1)
+            ranks_ideal.append(positive_rank(s_ideal_pos, s_ideal_db).cpu())
+            ranks_soft.append(positive_rank(s_soft_pos, s_soft_db).cpu())
+            ce.append((search_cross_entropy(s_soft_db, kappa * s_ideal_db - log_zk, tau) - math.log(k)).cpu())
+        ri, rs, ce = torch.cat(ranks_ideal).numpy(), torch.cat(ranks_soft).numpy(), torch.cat(ce).numpy()
+        diff = (ri == 1).astype(float) - (rs == 1).astype(float)
+        dse = diff.std(ddof=1) / math.sqrt(len(diff))
+        ce_half = 1.959963984540054 * ce.std(ddof=1) / math.sqrt(len(ce))
+        for name, r in (("ideal", ri), ("softmax", rs)):
+            lo_, hi_ = coverage_interval(int((r == 1).sum()), len(r))
+            rows.append({"k": int(k), "search": name, "top1": float((r == 1).mean()), "top5": float((r <= 5).mean()),
+                         "top1_low": lo_, "top1_high": hi_,
+                         "top1_exact": _vmf3_top1_ideal(kappa, k) if name == "ideal" else float("nan"),
+                         "diff_mean": float(diff.mean()), "diff_low": float(diff.mean() - 1.96 * dse),
+                         "diff_high": float(diff.mean() + 1.96 * dse), "search_ce": float(ce.mean()),
+                         "ce_low": float(ce.mean() - ce_half), "ce_high": float(ce.mean() + ce_half),
+                         "n_queries": n_queries})
+    return pd.DataFrame(rows)
+
+
+def richardson_limit(ks, values) -> tuple[float, float]:
+    """``2 V(2k) - V(k)`` at the last two entries (``ks`` doubling), with the change from the
+    previous pair as an error estimate. Removes a ``c/k`` term from ``V(k) = d + c/k + ...``."""
+    v = np.asarray(values, dtype=float)
+    hi, lo = 2 * v[-1] - v[-2], 2 * v[-2] - v[-3]
+    return float(hi), float(abs(hi - lo))
+
+
+def c2_ledger_exact(ledger, spec: dict, tau: float, k_ref: int = 2**12) -> dict:
+    """``C2-d1-<model>-<variant>``: the constant ``d1`` of Theorem ``c2-thm-search`` (predicted,
+    closed form) against ``k (E[H] - L_k)`` from the exact values extrapolated by
+    :func:`richardson_limit` at ``k_ref/2, k_ref, 2 k_ref``; interval = +- (three times the
+    change of the extrapolation + 1e-9)."""
+    model = c2_model(spec)
+    ks = [k_ref // 2, k_ref, 2 * k_ref]
+    tab = c2_exact_curve(spec=spec, tau=tau, ks=ks)
+    out = {}
+    for variant, col in (("standard", "k_gap"), ("decoupled", "k_gap_dec")):
+        est, err = richardson_limit(tab["k"], tab[col])
+        half = 3 * err + 1e-9
+        pred = model.search_gap_constant(tau, variant)
+        ledger.record(claim="C2", id=f"C2-d1-{spec['model']}-{variant}", quantity="search_gap_constant",
+                      predicted=pred, measured=est, ci_low=est - half, ci_high=est + half,
+                      params={**model.params, **spec, "tau": tau, "variant": variant, "k": 2 * k_ref})
+        out[variant] = (pred, est)
+    return out
+
+
+def c2_ledger_enumeration(ledger, spec: dict, tau: float, ks=(1, 2, 3)) -> pd.DataFrame:
+    """``C2-enum-k<k>``: the exact (Laplace) search cross-entropy of the finite model against an
+    independent enumeration of all databases; interval = enumeration +- 1e-10 (the issue's
+    tolerance)."""
+    model = c2_model(spec)
+    rows = []
+    for k in ks:
+        enum = model.search_cross_entropy(k, tau, method="enumeration").value
+        lap = model.search_cross_entropy(k, tau, method="laplace").value
+        risk_e, risk_q = model.enumerate_centred_risk(k, tau), model.exact_centred_risk(k, tau)
+        ledger.record(claim="C2", id=f"C2-enum-k{k}", quantity="search_cross_entropy", predicted=lap,
+                      measured=enum, ci_low=enum - 1e-10, ci_high=enum + 1e-10,
+                      params={**model.params, **spec, "tau": tau, "k": int(k), "check": "laplace vs enumeration"})
+        rows.append({"k": k, "search_ce_enumeration": enum, "search_ce_laplace": lap,
+                     "risk_enumeration": risk_e, "risk_laplace": risk_q})
+    return pd.DataFrame(rows)
+
+
+def c2_ledger_monte_carlo(ledger, kappa: float, tau: float, ks, n_queries: int, device: str, seed: int) -> pd.DataFrame:
+    """``C2-mc-k<k>``: Monte Carlo search cross-entropy on the vMF model (95% interval, Bonferroni
+    over the ks) against the exact value."""
+    model = VonMisesFisher(3, kappa)
+    z = stats.norm.ppf(1 - 0.05 / (2 * len(ks)))
+    rows = []
+    for i, k in enumerate(ks):
+        exact = model.search_cross_entropy(k, tau).value
+        mc = model.search_cross_entropy(k, tau, method="monte_carlo", n_queries=n_queries, seed=seed + i, device=device)
+        half = (mc.ci_high - mc.value) * z / 1.959963984540054
+        ledger.record(claim="C2", id=f"C2-mc-k{k}", quantity="search_cross_entropy", predicted=exact,
+                      measured=mc.value, ci_low=mc.value - half, ci_high=mc.value + half,
+                      params={**model.params, "tau": tau, "k": int(k), "n_queries": n_queries,
+                              "interval": f"Bonferroni, level 1-0.05/{len(ks)}"})
+        rows.append({"k": k, "exact": exact, "monte_carlo": mc.value, "ci_low": mc.value - half, "ci_high": mc.value + half})
+    return pd.DataFrame(rows)
+
+
+def c2_ledger_retrieval(ledger, table: pd.DataFrame, kappa: float, distortion: float) -> dict:
+    """Records for the retrieval experiment (table from :func:`c2_retrieval`).
+
+    * ``C2-top1-ideal-k<k>``: predicted = exact top-1 probability of the ideal search, measured
+      = Monte Carlo frequency, Clopper--Pearson interval (Bonferroni over the ks).
+    * ``C2-bayes-k<k>``: one-sided claim "ideal top-1 >= softmax top-1" (Proposition
+      ``c2-prop-bayes``): predicted 0 is the smallest allowed value of the paired difference;
+      passed unless the whole 95% interval lies below 0.
+    """
+    ideal = table[table.search == "ideal"]
+    n_k = len(ideal)
+    for _, row in ideal.iterrows():
+        n = int(row["n_queries"])
+        hits = int(round(row["top1"] * n))
+        lo, hi = stats.binomtest(hits, n).proportion_ci(1 - 0.05 / n_k, method="exact")
+        ledger.record(claim="C2", id=f"C2-top1-ideal-k{int(row['k'])}", quantity="top1_accuracy",
+                      predicted=row["top1_exact"], measured=row["top1"], ci_low=lo, ci_high=hi,
+                      params={"model": "vmf", "dim": 3, "kappa": kappa, "k": int(row["k"]), "n_queries": n,
+                              "search": "ideal"})
+        ledger.record(claim="C2", id=f"C2-bayes-k{int(row['k'])}", quantity="top1_ideal_minus_softmax",
+                      predicted=0.0, measured=row["diff_mean"], ci_low=row["diff_low"], ci_high=row["diff_high"],
+                      passed=row["diff_high"] >= 0.0,
+                      params={"model": "vmf", "dim": 3, "kappa": kappa, "k": int(row["k"]), "n_queries": n,
+                              "distortion": distortion, "rule": "one-sided: passed unless ci_high < 0"})
+    return {"max_diff": float(ideal["diff_mean"].max()), "min_diff": float(ideal["diff_mean"].min())}

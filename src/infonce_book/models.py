@@ -235,3 +235,388 @@ class VonMisesFisher:
         v = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
         out = w.unsqueeze(-1) * anchors + torch.sqrt(torch.clamp_min(1.0 - w * w, 0.0)).unsqueeze(-1) * v
         return out / torch.linalg.vector_norm(out, dim=-1, keepdim=True)  # remove rounding off the sphere
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared by the models: the similarity-search quantities of the C2 chapter.
+
+
+class SearchCrossEntropy(tuple):
+    """``(value, ci_low, ci_high, method)``: ``E[H(M_hat_k, Q_hat_k)] - log k`` in nats, a 95%
+    interval (equal to the value for the exact methods) and how it was computed
+    (``"enumeration"``, ``"laplace"`` or ``"monte_carlo"``)."""
+
+    def __new__(cls, value, ci_low, ci_high, method):
+        return super().__new__(cls, (float(value), float(ci_low), float(ci_high), method))
+
+    value = property(lambda self: self[0])
+    ci_low = property(lambda self: self[1])
+    ci_high = property(lambda self: self[2])
+    method = property(lambda self: self[3])
+
+
+def _mc_search_cross_entropy(sample_batch, k: int, n_queries: int, tau: float, batch_size: int):
+    """Monte Carlo mean of ``H(M_hat, Q_hat) - log k`` with a 95% normal interval.
+
+    ``sample_batch(n)`` returns ``(s_db, log_m_db)`` of shape (n, k) for n fresh queries.
+    """
+    from .search import search_cross_entropy
+
+    vals = []
+    for lo in range(0, n_queries, batch_size):
+        s_db, log_m_db = sample_batch(min(batch_size, n_queries - lo))
+        vals.append((search_cross_entropy(s_db, log_m_db, tau) - math.log(k)).double().cpu().numpy())
+    v = np.concatenate(vals)
+    mean, half = float(v.mean()), 1.959963984540054 * float(v.std(ddof=1)) / math.sqrt(len(v))
+    return SearchCrossEntropy(mean, mean - half, mean + half, "monte_carlo")
+
+
+def _vmf_search_gap_constant(model, tau, variant):
+    beta = 1.0 / check_tau(tau)
+    lz = lambda b: float(model.log_partition(b))  # noqa: E731
+    a = lambda kap: float(mean_resultant_length(model.dim, kap))  # noqa: E731
+    kap = model.kappa
+    cov = math.exp(lz(2 * kap) - 2 * lz(kap)) * (a(2 * kap) - a(kap))  # Cov_M(m, s)
+    d1 = beta * cov
+    if variant == "standard":
+        d1 -= model.weight_moments(tau)["u1"]
+    return d1
+
+
+def _vmf_search_cross_entropy(self, k, tau, *, method="laplace", n_queries=20000, seed=0, device="cpu",
+                              batch_size=None):
+    """``E[H(M_hat_k(x, .), Q_hat_k(x, .))] - log k`` for the vMF model (phi = identity), in nats.
+
+    ``method="laplace"`` (default): exact, ``L_inf - beta * SNIS bias + E log T_dec`` with both
+    expectations by 1-D quadrature (:func:`infonce_book.exact.snis_bias`, Frullani).
+    ``method="monte_carlo"``: ``n_queries`` queries with k unseen uniform database items each,
+    seeded, on ``device``; a 95% interval.
+    Returns a :class:`SearchCrossEntropy`. Source: book, C2 chapter, Theorem ``c2-thm-search``.
+    """
+    from .device import resolve_device
+    from .exact import _SimilarityLaws, expected_log_T, snis_bias
+
+    k = check_k(k)
+    beta = 1.0 / check_tau(tau)
+    check_choice(method, "method", ("laplace", "monte_carlo"))
+    if method == "laplace":
+        val = float(self.search_cross_entropy_curve([k], 1.0 / beta)[0])
+        return SearchCrossEntropy(val, val, val, "laplace")
+    dev = resolve_device(device)
+    gen = torch.Generator(device=dev).manual_seed(int(seed))
+    log_zk = float(self.log_partition(self.kappa))
+    bs = batch_size or max(1, min(4096, 2**22 // k))
+
+    def sample_batch(n):
+        x = self.sample_uniform(n, generator=gen, device=dev)
+        db = self.sample_uniform(n * k, generator=gen, device=dev).reshape(n, k, self.dim)
+        s = torch.einsum("bd,bkd->bk", x, db)
+        return s, self.kappa * s - log_zk
+
+    return _mc_search_cross_entropy(sample_batch, k, check_k(n_queries, "n_queries"), 1.0 / beta, bs)
+
+
+def _vmf_search_cross_entropy_curve(self, ks, tau) -> np.ndarray:
+    """``E[H(M_hat_k, Q_hat_k)] - log k`` for many k at once, exactly (Laplace method)."""
+    from .exact import _SimilarityLaws, expected_log_T, snis_bias
+
+    beta = 1.0 / check_tau(tau)
+    ks = [check_k(k) for k in np.atleast_1d(ks)]
+    laws = _SimilarityLaws(self, beta)
+    log_tilt = self.kappa * laws.s
+    m = np.exp(log_tilt - log_tilt.max())
+    m = m / (laws.w_neg @ m)
+    bias, _ = snis_bias(m, laws.s, laws.w_neg, ks)
+    log_t_dec, _ = expected_log_T(laws, ks, standard=False)
+    return self.limit_risk(tau) - beta * bias + log_t_dec
+
+
+VonMisesFisher.search_cross_entropy_curve = _vmf_search_cross_entropy_curve
+
+
+def _vmf_search_gap_doc(self, tau, variant="standard"):
+    """``d1`` with ``k (E[H(M_hat_k, Q_hat_k)] - L_k) -> d1`` (book, Theorem ``c2-thm-search``):
+    ``beta Cov_M(m, s) - E(W+)/mu`` (standard) or ``beta Cov_M(m, s)`` (decoupled), where for the
+    vMF model ``Cov_M(m, s) = Z(2 kappa) (A_p(2 kappa) - A_p(kappa)) / Z(kappa)^2``."""
+    check_choice(variant, "variant", VARIANTS)
+    return _vmf_search_gap_constant(self, tau, variant)
+
+
+VonMisesFisher.search_cross_entropy = _vmf_search_cross_entropy
+VonMisesFisher.search_gap_constant = _vmf_search_gap_doc
+
+
+def _as_float64_array(x, name: str, ndim: int) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be a real array, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    return arr
+
+
+class FiniteModel:
+    """A data distribution on N points, where everything is exact (book, C2 chapter).
+
+    Args:
+        pi: (N,) data distribution: entries > 0 summing to 1.
+        kernel: (N, N) positive-pair Markov kernel ``M``: entries > 0, rows summing to 1.
+        embeddings: (N, d) the embedding ``phi`` of the N points, unit rows.
+    Raises:
+        ValueError/TypeError naming the argument: wrong shapes, non-finite entries, ``pi`` not a
+        probability vector, ``kernel`` not row-stochastic or with zero entries (then
+        ``m = M/pi`` would vanish), embeddings not of unit norm.
+    """
+
+    def __init__(self, pi, kernel, embeddings):
+        pi = _as_float64_array(pi, "pi", 1)
+        kernel = _as_float64_array(kernel, "kernel", 2)
+        emb = _as_float64_array(embeddings, "embeddings", 2)
+        n = pi.shape[0]
+        if n < 1:
+            raise ValueError("pi must have at least one point")
+        if kernel.shape != (n, n):
+            raise ValueError(f"kernel must have shape (N, N) = ({n}, {n}) to match pi; got {kernel.shape}")
+        if emb.shape[0] != n:
+            raise ValueError(f"embeddings must have shape (N, d) with N = {n}; got {emb.shape}")
+        if np.any(pi <= 0) or abs(pi.sum() - 1.0) > 1e-9:
+            raise ValueError(f"pi must be a probability vector with entries > 0 summing to 1; "
+                             f"min {pi.min():.3g}, sum {pi.sum():.12g}")
+        if np.any(kernel <= 0):
+            raise ValueError("kernel must have all entries > 0 (the positive-pair kernel M must be "
+                             f"equivalent to pi); found {int((kernel <= 0).sum())} entries <= 0")
+        rows = kernel.sum(axis=1)
+        if np.max(np.abs(rows - 1.0)) > 1e-9:
+            raise ValueError(f"kernel must be row-stochastic (rows summing to 1); row sums range "
+                             f"{rows.min():.12g} .. {rows.max():.12g}")
+        norms = np.linalg.norm(emb, axis=1)
+        if np.max(np.abs(norms - 1.0)) > 1e-9:
+            raise ValueError(f"embeddings must have unit-norm rows; the largest |norm - 1| is "
+                             f"{np.max(np.abs(norms - 1.0)):.3g}")
+        self.pi, self.kernel, self.embeddings = pi, kernel, emb
+        self.S = np.clip(emb @ emb.T, -1.0, 1.0)  # cosines; clip only removes rounding beyond +-1
+        self.m = kernel / pi[None, :]  # m(x, y) = M(x, y) / pi(y)
+
+    @property
+    def N(self) -> int:
+        return self.pi.shape[0]
+
+    def __repr__(self) -> str:
+        return f"FiniteModel(N={self.N}, d={self.embeddings.shape[1]})"
+
+    @property
+    def params(self) -> dict:
+        return {"model": "finite", "N": self.N, "d": int(self.embeddings.shape[1])}
+
+    @classmethod
+    def random(cls, n: int, dim: int, *, concentration: float = 4.0, seed: int = 0) -> "FiniteModel":
+        """A random model: ``pi`` Dirichlet(1), embeddings uniform on the sphere, and
+        ``M(x, y) ∝ pi(y) e^{concentration <e_x, e_y>}`` (a discrete vMF-like kernel)."""
+        rng = np.random.default_rng(seed)
+        pi = rng.dirichlet(np.ones(n))
+        emb = rng.standard_normal((n, dim))
+        emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+        kern = pi[None, :] * np.exp(concentration * (emb @ emb.T))
+        return cls(pi, kern / kern.sum(axis=1, keepdims=True), emb)
+
+    # ------------------------------------------------------------------ exact quantities
+    def limit_risk(self, tau) -> float:
+        """``L_inf = sum_x pi(x) [-beta sum_y M(x,y) s(x,y) + log sum_y pi(y) e^{beta s(x,y)}]``."""
+        beta = 1.0 / check_tau(tau)
+        log_mu = special.logsumexp(beta * self.S, b=self.pi[None, :], axis=1)
+        return float(self.pi @ (-beta * (self.kernel * self.S).sum(axis=1) + log_mu))
+
+    def anchor_laws(self, beta: float):
+        """``(pi(x), laws of the weights given x)`` for each anchor x (used by the quadrature)."""
+        from .exact import _DiscreteLaws
+
+        for x in range(self.N):
+            yield self.pi[x], _DiscreteLaws(np.exp(beta * self.S[x]), self.pi, self.kernel[x], beta)
+
+    def exact_bias(self, k, tau, variant: str = "standard") -> float:
+        """``L_k - log k - L_inf``, exact (Laplace/Frullani with discrete transforms)."""
+        from .exact import exact_bias
+
+        return float(exact_bias(self, [check_k(k)], tau, variant)[0])
+
+    def exact_centred_risk(self, k, tau, variant: str = "standard") -> float:
+        """``L_k - log k``, exact for any k (book, C1 chapter, eq. ``c1-eq-frullani``)."""
+        return self.limit_risk(tau) + self.exact_bias(k, tau, variant)
+
+    def enumerate_centred_risk(self, k, tau, variant: str = "standard") -> float:
+        """``L_k - log k`` by enumerating all ``N^(k+1)`` (positive, negatives) configurations:
+        an independent check for small cases (raises if there are more than 10^6)."""
+        k = check_k(k)
+        beta = 1.0 / check_tau(tau)
+        check_choice(variant, "variant", VARIANTS)
+        if self.N ** (k + 1) > 10**6:
+            raise ValueError(f"enumeration needs N^(k+1) = {self.N ** (k + 1)} > 10^6 terms; use exact_centred_risk")
+        idx = np.array(list(np.ndindex(*([self.N] * k))), dtype=int).reshape(-1, k)
+        p_db = np.prod(self.pi[idx], axis=1)
+        total = 0.0
+        for x in range(self.N):
+            s_db = self.S[x][idx]  # (T, k)
+            lse_db = special.logsumexp(beta * s_db, axis=1)
+            for y in range(self.N):
+                sp = self.S[x, y]
+                if variant == "standard":
+                    loss = np.logaddexp(beta * sp, lse_db) - beta * sp
+                else:
+                    loss = lse_db - beta * sp
+                total += self.pi[x] * self.kernel[x, y] * (p_db @ loss)
+        return float(total - math.log(k))
+
+    def weight_moments(self, tau) -> dict:
+        """Per-anchor arrays (N,) of ``mu, u1, u2, u3, m2, m3, m4`` (see the notation page)."""
+        beta = 1.0 / check_tau(tau)
+        W = np.exp(beta * self.S)
+        mu = W @ self.pi
+        V = W / mu[:, None]
+        out = {"mu": mu}
+        for j in (1, 2, 3):
+            out[f"u{j}"] = (self.kernel * V**j).sum(axis=1)
+        for j in (2, 3, 4):
+            out[f"m{j}"] = ((V - 1.0) ** j) @ self.pi
+        return out
+
+    def bias_coefficients(self, tau, variant: str = "standard", order: int = 2) -> tuple:
+        """``(c1, c2[, c3])`` of Theorem ``c1-thm-rate``, averaged exactly over the anchors."""
+        from .symbolic import bias_coefficient_functions
+
+        check_choice(variant, "variant", VARIANTS)
+        mom = self.weight_moments(tau)
+        args = (mom["u1"], mom["u2"], mom["u3"], mom["m2"], mom["m3"], mom["m4"])
+        return tuple(float(self.pi @ (np.asarray(f(*args)) * np.ones(self.N)))
+                     for f in bias_coefficient_functions(variant, order))
+
+    def search_gap_constant(self, tau, variant: str = "standard") -> float:
+        """``d1`` with ``k (E[H(M_hat_k, Q_hat_k)] - L_k) -> d1`` (Theorem ``c2-thm-search``):
+        ``sum_x pi(x) [beta Cov_{M(x,.)}(m(x,.), s(x,.)) - u1(x)]`` (no ``u1`` when decoupled)."""
+        check_choice(variant, "variant", VARIANTS)
+        beta = 1.0 / check_tau(tau)
+        e_m = (self.kernel * self.m).sum(axis=1)
+        e_s = (self.kernel * self.S).sum(axis=1)
+        e_ms = (self.kernel * self.m * self.S).sum(axis=1)
+        d = beta * (e_ms - e_m * e_s)
+        if variant == "standard":
+            d = d - self.weight_moments(tau)["u1"]
+        return float(self.pi @ d)
+
+    def search_cross_entropy(self, k, tau, *, method: str = "auto", n_queries: int = 20000, seed: int = 0):
+        """``E[H(M_hat_k(x, .), Q_hat_k(x, .))] - log k`` over a database of k unseen points.
+
+        ``method``: ``"enumeration"`` (all ``N^k`` databases; exact; small cases),
+        ``"laplace"`` (exact for any k: ``L_inf - beta * SNIS bias + E log T_dec`` by 1-D
+        integrals), ``"monte_carlo"`` (a 95% interval), or ``"auto"`` (enumeration when
+        ``N^k <= 20000``, else laplace). Returns a :class:`SearchCrossEntropy` whose ``method``
+        says which was used. Source: book, C2 chapter, Theorem ``c2-thm-search``.
+        """
+        k = check_k(k)
+        tau = check_tau(tau)
+        beta = 1.0 / tau
+        check_choice(method, "method", ("auto", "enumeration", "laplace", "monte_carlo"))
+        if method == "auto":
+            method = "enumeration" if self.N**k <= 20000 else "laplace"
+        if method == "enumeration":
+            if self.N**k > 10**6:
+                raise ValueError(f"enumeration needs N^k = {self.N ** k} > 10^6 databases; use method='laplace'")
+            idx = np.array(list(np.ndindex(*([self.N] * k))), dtype=int).reshape(-1, k)
+            p_db = np.prod(self.pi[idx], axis=1)
+            total = 0.0
+            for x in range(self.N):
+                log_q = beta * self.S[x][idx]
+                log_q = log_q - special.logsumexp(log_q, axis=1, keepdims=True)
+                log_mh = np.log(self.m[x][idx])
+                mh = np.exp(log_mh - special.logsumexp(log_mh, axis=1, keepdims=True))
+                total += self.pi[x] * (p_db @ -(mh * log_q).sum(axis=1))
+            val = total - math.log(k)
+            return SearchCrossEntropy(val, val, val, "enumeration")
+        if method == "laplace":
+            val = float(self.search_cross_entropy_curve([k], tau)[0])
+            return SearchCrossEntropy(val, val, val, "laplace")
+        gen = torch.Generator().manual_seed(int(seed))
+        pi_t, S_t, logm_t = (torch.as_tensor(a) for a in (self.pi, self.S, np.log(self.m)))
+
+        def sample_batch(n):
+            x = torch.multinomial(pi_t, n, replacement=True, generator=gen)
+            db = torch.multinomial(pi_t, n * k, replacement=True, generator=gen).reshape(n, k)
+            return S_t[x[:, None], db], logm_t[x[:, None], db]
+
+        return _mc_search_cross_entropy(sample_batch, k, check_k(n_queries, "n_queries"), tau,
+                                        max(1, min(4096, 2**22 // k)))
+
+    def search_cross_entropy_curve(self, ks, tau) -> np.ndarray:
+        """``E[H(M_hat_k, Q_hat_k)] - log k`` for many k at once, exactly (Laplace method)."""
+        from .exact import expected_log_T, snis_bias
+
+        beta = 1.0 / check_tau(tau)
+        ks = [check_k(k) for k in np.atleast_1d(ks)]
+        val = np.full(len(ks), self.limit_risk(tau))
+        for x, (px, laws) in enumerate(self.anchor_laws(beta)):
+            bias, _ = snis_bias(self.m[x], self.S[x], self.pi, ks)
+            log_t_dec, _ = expected_log_T(laws, ks, standard=False)
+            val += px * (-beta * bias + log_t_dec)
+        return val
+
+    # ------------------------------------------------------------------ samplers
+    def sample_anchors(self, n: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``n`` anchor indices drawn from ``pi``: (n,) int64."""
+        return torch.multinomial(torch.as_tensor(self.pi), check_k(n, "n"), replacement=True, generator=generator)
+
+    def sample_positives(self, anchors: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """One positive index ``y ~ M(x, .)`` per anchor index: (n,) -> (n,) int64."""
+        return torch.multinomial(torch.as_tensor(self.kernel)[anchors], 1, generator=generator).squeeze(-1)
+
+
+class GaussianModel:
+    """Gaussian positive pairs: ``x ~ N(0, I_dim)``, ``x+ = rho x + sqrt(1 - rho^2) xi``.
+
+    The density ratio of the positive-pair kernel with respect to the data distribution is, with
+    ``r = rho``, ``log m(x, y) = -|y - r x|^2 / (2 (1 - r^2)) + |y|^2 / 2 - (dim/2) log(1 - r^2)``.
+    Input norms are unbounded (``|x|^2 ~ chi^2_dim``), which later chapters use for the
+    max-versus-average contrast.
+
+    Args:
+        dim: dimension >= 1. rho: correlation in (-1, 1).
+    """
+
+    def __init__(self, dim: int, rho: float):
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 1:
+            raise ValueError(f"dim must be an integer >= 1, got dim={dim!r}")
+        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not (-1.0 < float(rho) < 1.0):
+            raise ValueError(f"rho must be a correlation in (-1, 1) (open interval), got rho={rho!r}")
+        self.dim, self.rho = int(dim), float(rho)
+
+    def __repr__(self) -> str:
+        return f"GaussianModel(dim={self.dim}, rho={self.rho:g})"
+
+    @property
+    def params(self) -> dict:
+        return {"model": "gaussian", "dim": self.dim, "rho": self.rho}
+
+    def sample_data(self, n: int, *, generator=None, device=None, dtype=torch.float64) -> torch.Tensor:
+        """``n`` draws of ``x ~ N(0, I)``: (n, dim)."""
+        return torch.randn(check_k(n, "n"), self.dim, generator=generator, device=device, dtype=dtype)
+
+    def sample_positive(self, x: torch.Tensor, *, generator=None) -> torch.Tensor:
+        """``x+ = rho x + sqrt(1 - rho^2) xi`` per row of ``x``: (n, dim) -> (n, dim)."""
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"x must be a tensor of shape (n, {self.dim})")
+        xi = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
+        return self.rho * x + math.sqrt(1.0 - self.rho**2) * xi
+
+    def log_density_ratio(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``log m(x, y)`` for x (B, dim) and y (B, k, dim) or (k, dim): returns (B, k)."""
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"x must be a tensor of shape (B, {self.dim})")
+        if not isinstance(y, torch.Tensor) or y.dim() not in (2, 3) or y.shape[-1] != self.dim:
+            raise ValueError(f"y must be a tensor of shape (B, k, {self.dim}) or (k, {self.dim})")
+        r2 = 1.0 - self.rho**2
+        yb = y.unsqueeze(0) if y.dim() == 2 else y
+        diff = yb - self.rho * x.unsqueeze(1)
+        return (-(diff**2).sum(-1) / (2 * r2) + (yb**2).sum(-1) / 2 - 0.5 * self.dim * math.log(r2))

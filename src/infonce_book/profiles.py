@@ -22,6 +22,14 @@ _SIZES = {
                  "exact_k_max_log2": 20, "sweep_taus": [0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0],
                  "sweep_kappas": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0], "mc_batch": 4000},
     },
+    "c2_search": {
+        "smoke": {"k_max_log2": 14, "mc_ks": [4, 64, 1024], "mc_queries": 4000, "retrieval_ks": [1, 4, 16, 64, 256],
+                  "retrieval_queries": 4000},
+        "standard": {"k_max_log2": 16, "mc_ks": [4, 64, 1024, 4096], "mc_queries": 20000,
+                     "retrieval_ks": [1, 4, 16, 64, 256, 1024], "retrieval_queries": 20000},
+        "full": {"k_max_log2": 18, "mc_ks": [4, 64, 1024, 16384], "mc_queries": 100000,
+                 "retrieval_ks": [1, 4, 16, 64, 256, 1024, 4096], "retrieval_queries": 100000},
+    },
 }
 
 

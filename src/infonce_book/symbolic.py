@@ -236,3 +236,80 @@ def bias_coefficient_functions(variant: str = "standard", order: int = 3):
     args = (u1, u2, u3, m2, m3, m4)
     coeffs = bias_expansion(variant, order)
     return tuple(sp.lambdify(args, c, "numpy") for c in coeffs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Chapter C2: the similarity-search reading.
+
+I_f, s_N, s_D, s_ND = sp.symbols("I sigma_N^2 sigma_D^2 sigma_ND")
+
+
+def snis_first_order():
+    """First-order bias of the self-normalised average ``N/D`` (book, Lemma ``c2-lem-snis``).
+
+    With ``N = I + a``, ``D = 1 + b``, ``E a = E b = 0``, ``Var a = sigma_N^2/k``,
+    ``Var b = sigma_D^2/k``, ``Cov(a, b) = sigma_ND/k``: the expectation of the second-order
+    Taylor polynomial of ``N/D`` is ``I + (I sigma_D^2 - sigma_ND)/k``. Returns the coefficient of
+    ``1/k``; with ``sigma_D^2 = E m^2 - 1`` and ``sigma_ND = E[m^2 f] - I`` it equals
+    ``-Cov_M(m, f)`` (checked in :func:`snis_constant_is_minus_covariance`).
+    """
+    a_, b_ = sp.symbols("a b")
+    taylor = sp.series((I_f + a_) / (1 + b_), b_, 0, 3).removeO()
+    taylor = sp.expand(taylor)
+    # E over (a, b): replace monomials by their moments (terms of order three and more in (a, b)
+    # are O(k^-2) and dropped).
+    moments = {a_: 0, b_: 0, a_ * b_: s_ND * eps, b_**2: s_D * eps, a_**2: s_N * eps}
+    expect = 0
+    for term in sp.Add.make_args(taylor):
+        coeff, mono = term.as_independent(a_, b_)
+        deg = sp.Poly(mono, a_, b_).total_degree() if mono != 1 else 0
+        if deg == 0:
+            expect += term
+        elif deg <= 2:
+            expect += coeff * moments[mono]
+    return sp.expand(sp.expand(expect).coeff(eps, 1))
+
+
+def snis_constant_is_minus_covariance() -> bool:
+    """``I sigma_D^2 - sigma_ND = -Cov_M(m, f)`` with ``E_M g = E_pi[m g]``: symbolic identity."""
+    Em2, Em2f = sp.symbols("E_m2 E_m2f")  # E_pi[m^2] = E_M[m], E_pi[m^2 f] = E_M[m f]
+    lhs = snis_first_order().subs({s_D: Em2 - 1, s_ND: Em2f - I_f})
+    cov_M = Em2f - Em2 * I_f
+    return sp.expand(lhs + cov_M) == 0
+
+
+def two_point_model_search_check(k: int = 2):
+    """A fully symbolic 2-point finite model: ``pi = (p, 1-p)``, ``M = [[a, 1-a], [b, 1-b]]``,
+    cosines ``s = [[1, c], [c, 1]]``.
+
+    Returns sympy expressions ``(E[H(M_hat_k, Q_hat_k)] - log k, L_k - log k, d1)`` in
+    ``p, a, b, c, beta`` by enumerating every database (and, for ``L_k``, every positive), with
+    ``d1 = sum_x pi(x) [beta Cov_{M(x,.)}(m, s) - u1(x)]`` the constant of Theorem ``c2-thm-search``.
+    """
+    p, a_, b_, c = sp.symbols("p a b c", positive=True)
+    pi = [p, 1 - p]
+    M = [[a_, 1 - a_], [b_, 1 - b_]]
+    S = [[1, c], [c, 1]]
+    m = [[M[x][y] / pi[y] for y in range(2)] for x in range(2)]
+    W = [[sp.exp(beta * S[x][y]) for y in range(2)] for x in range(2)]
+    import itertools
+
+    H = 0
+    Lk = 0
+    for x in range(2):
+        for db in itertools.product(range(2), repeat=k):
+            prob = pi[x] * sp.Mul(*[pi[j] for j in db])
+            zq = sum(W[x][j] for j in db)
+            zm = sum(m[x][j] for j in db)
+            H += prob * sum(-(m[x][j] / zm) * sp.log(W[x][j] / zq) for j in db)
+            for y in range(2):
+                Lk += prob * M[x][y] * (-beta * S[x][y] + sp.log(W[x][y] + zq))
+    mu = [sum(pi[y] * W[x][y] for y in range(2)) for x in range(2)]
+    d1 = 0
+    for x in range(2):
+        e_m = sum(M[x][y] * m[x][y] for y in range(2))
+        e_s = sum(M[x][y] * S[x][y] for y in range(2))
+        e_ms = sum(M[x][y] * m[x][y] * S[x][y] for y in range(2))
+        u1_x = sum(M[x][y] * W[x][y] for y in range(2)) / mu[x]
+        d1 += pi[x] * (beta * (e_ms - e_m * e_s) - u1_x)
+    return H - sp.log(k), Lk - sp.log(k), d1

@@ -1,0 +1,76 @@
+"""Empirical similarity-search kernels over a database (book: notation page; C2 chapter).
+
+For a query ``x`` and a database ``x_1 .. x_k``:
+
+* softmax search ``Q_hat(x, x_j) = W_j / sum_i W_i`` with ``W_j = e^{beta s(x, x_j)}``;
+* idealised search ``M_hat(x, x_j) = m(x, x_j) / sum_i m(x, x_i)`` with ``m = dM(x, .)/dpi``;
+* their cross-entropy ``H(M_hat, Q_hat) = - sum_j M_hat_j log Q_hat_j``.
+
+Everything is computed in log space (log-sum-exp), for a batch of queries at once.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._validation import check_float_tensor, check_tau
+
+
+def _check_db(x: torch.Tensor, name: str) -> None:
+    check_float_tensor(x, name)
+    if x.dim() != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"{name} must have shape (B, k) with B >= 1 queries and k >= 1 database items, "
+                         f"got shape {tuple(x.shape)}")
+
+
+def softmax_search_log_kernel(s_db: torch.Tensor, tau) -> torch.Tensor:
+    """``log Q_hat(x, x_j)`` for each query and database item.
+
+    Args:
+        s_db: (B, k) similarities ``s(x, x_j)`` of B queries with k database items.
+        tau: temperature > 0.
+    Returns:
+        (B, k) log-probabilities (each row's exponentials sum to 1), in the dtype of ``s_db``
+        promoted to at least float32.
+    """
+    _check_db(s_db, "s_db")
+    tau = check_tau(tau)
+    z = s_db.to(torch.promote_types(s_db.dtype, torch.float32)) / tau
+    return z - torch.logsumexp(z, dim=-1, keepdim=True)
+
+
+def ideal_search_log_kernel(log_m_db: torch.Tensor) -> torch.Tensor:
+    """``log M_hat(x, x_j)`` from the log density ratios ``log m(x, x_j)``: (B, k) -> (B, k)."""
+    _check_db(log_m_db, "log_m_db")
+    lm = log_m_db.to(torch.promote_types(log_m_db.dtype, torch.float32))
+    return lm - torch.logsumexp(lm, dim=-1, keepdim=True)
+
+
+def search_cross_entropy(s_db: torch.Tensor, log_m_db: torch.Tensor, tau) -> torch.Tensor:
+    """``H(M_hat(x, .), Q_hat(x, .))`` for each query, in nats: (B, k), (B, k) -> (B,).
+
+    Raises:
+        ValueError: shapes differ or are not (B, k); NaN/inf entries; tau not in (0, inf).
+    Source: book, C2 chapter, Theorem ``c2-thm-search``.
+    """
+    _check_db(s_db, "s_db")
+    _check_db(log_m_db, "log_m_db")
+    if s_db.shape != log_m_db.shape:
+        raise ValueError(f"s_db and log_m_db must have the same shape (B, k); got s_db {tuple(s_db.shape)}, "
+                         f"log_m_db {tuple(log_m_db.shape)}")
+    log_q = softmax_search_log_kernel(s_db, tau)
+    log_mhat = ideal_search_log_kernel(log_m_db)
+    return -(torch.exp(log_mhat) * log_q).sum(dim=-1)
+
+
+def positive_rank(score_pos: torch.Tensor, score_db: torch.Tensor) -> torch.Tensor:
+    """Rank (1 = first) of the positive among itself and k database items under a score.
+
+    Args:
+        score_pos: (B,) score of the positive. score_db: (B, k) scores of the database items.
+    Returns:
+        (B,) integer ranks in 1..k+1; ties count against the positive (pessimistic).
+    """
+    check_float_tensor(score_pos, "score_pos")
+    _check_db(score_db, "score_db")
+    return 1 + (score_db >= score_pos.unsqueeze(-1)).sum(dim=-1)
