@@ -159,6 +159,9 @@ def test_whole_book_builds_at_the_smoke_profile_with_passing_ledger(tmp_path):
     c2 = [r for r in records if r["claim"] == "C2"]
     assert len(c2) >= 10 and all(r["passed"] for r in c2), [r["id"] for r in c2 if not r["passed"]]
     assert {r["params"]["model"] for r in c2} >= {"vmf", "finite"}
+    c3 = [r for r in records if r["claim"] == "C3"]
+    assert len(c3) >= 5 and all(r["passed"] for r in c3), [r["id"] for r in c3 if not r["passed"]]
+    assert page.count("<img") >= 5 and (html / "book" / "c3_temperature.html").read_text().count("<img") >= 2
     std = [r for r in c1 if r["id"] == "C1-c1-standard"][0]
     assert std["params"] == {"model": "vmf", "dim": 3, "kappa": 4.0, "tau": 0.5, "variant": "standard",
                              "k": std["params"]["k"]}

@@ -22,16 +22,17 @@ def check_tau(tau) -> float:
     return tau
 
 
-def check_k(k, name: str = "k") -> int:
+def check_k(k, name: str = "k", meaning: str = "number of negatives") -> int:
     """Return ``k`` as an int; raise if it is not an integer >= 1."""
+    what = f"{name} ({meaning})" if name == "k" else name
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         if isinstance(k, numbers.Real) and float(k).is_integer() and math.isfinite(float(k)):
             k = int(k)
         else:
-            raise TypeError(f"{name} (number of negatives) must be an integer >= 1, got {k!r}")
+            raise TypeError(f"{what} must be an integer >= 1, got {k!r}")
     k = int(k)
     if k < 1:
-        raise ValueError(f"{name} (number of negatives) must be an integer >= 1, got {name}={k}")
+        raise ValueError(f"{what} must be an integer >= 1, got {name}={k}")
     return k
 
 

@@ -86,3 +86,20 @@ def lipschitz_log_bound(k, *, tau: float, sigma: float, mean_w_pos: float) -> np
     beta = 1.0 / check_tau(tau)
     kk = _ks(k)
     return math.exp(beta) * (sigma / np.sqrt(kk) + mean_w_pos / kk)
+
+
+def kl_softmax_bound(tau) -> float:
+    """Uniform bound on ``KL(Q^phi_tau(x, .) || pi)`` for every embedding into the sphere and every x:
+    ``min(1/(2 tau^2), 2/tau)`` nats (book, Theorem ``c3-thm-kl``). Pinsker then gives
+    ``TV <= 1/(2 tau)``."""
+    beta = 1.0 / check_tau(tau)
+    return float(min(beta * beta / 2.0, 2.0 * beta))
+
+
+def antipodal_kl(tau) -> float:
+    """``KL(Q || pi)`` when the similarity is +-1 with probability 1/2 each (two antipodal
+    clusters): ``beta tanh(beta) - log cosh(beta)``; it equals ``beta^2/2 + O(beta^4)``, so the
+    bound ``beta^2/2`` is tight as tau -> infinity."""
+    beta = 1.0 / check_tau(tau)
+    log_cosh = beta + math.log1p(math.exp(-2.0 * beta)) - math.log(2.0)
+    return float(beta * math.tanh(beta) - log_cosh)

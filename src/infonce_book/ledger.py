@@ -106,10 +106,17 @@ def format_table(records: list[dict]) -> str:
     """Records as a plain-text table for people."""
     from tabulate import tabulate
 
+    def verdict(r):
+        one_sided = "one-sided" in str(r.get("params", {}).get("rule", ""))
+        return ("pass" if r["passed"] else "FAIL") + ("*" if one_sided else "")
+
     rows = [[r["chapter"], r["id"], r["quantity"], f"{r['predicted']:.6g}", f"{r['measured']:.6g}",
-             f"[{r['ci_low']:.6g}, {r['ci_high']:.6g}]", "pass" if r["passed"] else "FAIL",
+             f"[{r['ci_low']:.6g}, {r['ci_high']:.6g}]", verdict(r),
              r["profile"], r["device"], r["seed"]] for r in records]
     n_fail = sum(not r["passed"] for r in records)
     summary = f"\n{len(records)} records: {len(records) - n_fail} passed, {n_fail} failed"
+    if any(v[6].endswith("*") for v in rows):
+        summary += ("\n* one-sided claim: 'predicted' is a limit, not a point value; the record's "
+                    "params.rule states the verdict rule")
     return tabulate(rows, headers=["chapter", "id", "quantity", "predicted", "measured", "interval", "verdict",
                                    "profile", "device", "seed"]) + summary

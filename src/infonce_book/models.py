@@ -131,6 +131,20 @@ class VonMisesFisher:
         beta = 1.0 / check_tau(tau)
         return -beta * self.mean_resultant_length() + float(self.log_partition(beta))
 
+    def kl_softmax_vs_data(self, tau) -> float:
+        """``KL(Q_tau(x, .) || pi)`` for phi = identity: ``Q_tau(x, .)`` is vMF(x, 1/tau), so the
+        KL is ``beta A_p(beta) - log Z_p(beta)`` nats (book, C3 chapter); ``~ 1/(2 p tau^2)`` as
+        tau -> infinity."""
+        beta = 1.0 / check_tau(tau)
+        return float(beta * mean_resultant_length(self.dim, beta) - self.log_partition(beta))
+
+    def optimal_tau(self) -> float:
+        """``1/kappa``: the temperature at which ``Q_tau = M`` and ``L_inf(tau)`` is minimal
+        (``dL_inf/dbeta = A_p(beta) - A_p(kappa)``). Raises for kappa = 0 (no finite optimum)."""
+        if self.kappa == 0.0:
+            raise ValueError("optimal_tau: kappa = 0 has no finite optimal temperature (L_inf decreases to 0 as tau -> inf)")
+        return 1.0 / self.kappa
+
     def log_density_ratio(self, s) -> np.ndarray:
         """``log m(x, y) = kappa s - log Z(kappa)`` as a function of ``s = <x, y>``."""
         return self.kappa * np.asarray(s, dtype=np.float64) - float(self.log_partition(self.kappa))
@@ -249,6 +263,10 @@ class SearchCrossEntropy(tuple):
     def __new__(cls, value, ci_low, ci_high, method):
         return super().__new__(cls, (float(value), float(ci_low), float(ci_high), method))
 
+    def __repr__(self) -> str:
+        return (f"SearchCrossEntropy(value={self[0]!r}, ci_low={self[1]!r}, ci_high={self[2]!r}, "
+                f"method={self[3]!r})")
+
     value = property(lambda self: self[0])
     ci_low = property(lambda self: self[1])
     ci_high = property(lambda self: self[2])
@@ -296,7 +314,7 @@ def _vmf_search_cross_entropy(self, k, tau, *, method="laplace", n_queries=20000
     from .device import resolve_device
     from .exact import _SimilarityLaws, expected_log_T, snis_bias
 
-    k = check_k(k)
+    k = check_k(k, meaning="database size")
     beta = 1.0 / check_tau(tau)
     check_choice(method, "method", ("laplace", "monte_carlo"))
     if method == "laplace":
@@ -516,7 +534,7 @@ class FiniteModel:
         ``N^k <= 20000``, else laplace). Returns a :class:`SearchCrossEntropy` whose ``method``
         says which was used. Source: book, C2 chapter, Theorem ``c2-thm-search``.
         """
-        k = check_k(k)
+        k = check_k(k, meaning="database size")
         tau = check_tau(tau)
         beta = 1.0 / tau
         check_choice(method, "method", ("auto", "enumeration", "laplace", "monte_carlo"))

@@ -136,3 +136,35 @@ def retrieval_accuracy(table):
     ax.set_ylabel("retrieval accuracy")
     ax.legend(fontsize="small")
     return fig
+
+
+def gap_vs_tau(table):
+    """Empirical and fresh-data risk of embeddings trained at each tau, and their gap."""
+    fig, ax = plt.subplots()
+    ax.plot(table["tau"], table["train_risk"], "o-", label="empirical risk (training tuples)")
+    ax.plot(table["tau"], table["test_risk"], "s-", label="risk on fresh tuples")
+    ax.errorbar(table["tau"], table["gap"], yerr=[table["gap"] - table["gap_low"], table["gap_high"] - table["gap"]],
+                fmt="^--", capsize=3, label="gap")
+    ax.set_xscale("log")
+    ax.set_xlabel(r"temperature $\tau$")
+    ax.set_ylabel("nats")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def kl_vs_tau(table):
+    """``E_x KL(Q_tau(x, .) || pi)`` against tau per embedding, with the uniform bound."""
+    fig, ax = plt.subplots()
+    for name, t in table.groupby("embedding", sort=False):
+        eb = ax.errorbar(t["tau"], t["kl"], yerr=[t["kl"] - t["kl_low"], t["kl_high"] - t["kl"]], fmt="o",
+                         ms=4, capsize=2, label=name)
+        if t["closed_form"].notna().all():
+            ax.plot(t["tau"], t["closed_form"], "-", color=eb[0].get_color(), lw=1)
+    b = table.drop_duplicates("tau").sort_values("tau")
+    ax.plot(b["tau"], b["bound"], "k-", lw=2, label=r"bound $\min(1/(2\tau^2), 2/\tau)$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(r"temperature $\tau$")
+    ax.set_ylabel(r"$\mathrm{KL}(Q_\tau \,\|\, \pi)$ (nats)")
+    ax.legend(fontsize="small")
+    return fig

@@ -30,6 +30,19 @@ _SIZES = {
         "full": {"k_max_log2": 18, "mc_ks": [4, 64, 1024, 16384], "mc_queries": 100000,
                  "retrieval_ks": [1, 4, 16, 64, 256, 1024, 4096], "retrieval_queries": 100000},
     },
+    "c3_temperature": {
+        "smoke": {"taus": [0.1, 0.2, 0.5, 1.0, 2.0, 5.0], "kl_queries": 256, "kl_sample": 1024, "learn_k": 64,
+                  "learn_seeds": 3, "learn_steps": 200, "learn_batch": 128, "gap_taus": [0.05, 0.1, 0.25, 1.0],
+                  "gap_n_train": 32, "gap_steps": 150, "gap_test": 5000},
+        "standard": {"taus": [0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0], "kl_queries": 512, "kl_sample": 4096,
+                     "learn_k": 64, "learn_seeds": 5, "learn_steps": 400, "learn_batch": 256,
+                     "gap_taus": [0.05, 0.1, 0.2, 0.5, 1.0, 2.0], "gap_n_train": 32, "gap_steps": 300,
+                     "gap_test": 20000},
+        "full": {"taus": [0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0], "kl_queries": 2048, "kl_sample": 16384,
+                 "learn_k": 256, "learn_seeds": 8, "learn_steps": 800, "learn_batch": 1024,
+                 "gap_taus": [0.05, 0.1, 0.2, 0.5, 1.0, 2.0], "gap_n_train": 32, "gap_steps": 500,
+                 "gap_test": 100000},
+    },
 }
 
 

@@ -11,6 +11,8 @@ Everything is computed in log space (log-sum-exp), for a batch of queries at onc
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ._validation import check_float_tensor, check_tau
@@ -74,3 +76,33 @@ def positive_rank(score_pos: torch.Tensor, score_db: torch.Tensor) -> torch.Tens
     check_float_tensor(score_pos, "score_pos")
     _check_db(score_db, "score_db")
     return 1 + (score_db >= score_pos.unsqueeze(-1)).sum(dim=-1)
+
+
+def empirical_kl_softmax(queries: torch.Tensor, sample: torch.Tensor, tau) -> torch.Tensor:
+    """``KL(Q_hat_tau(x, .) || pi_hat)`` for each query, with ``pi_hat`` uniform on a sample.
+
+    ``Q_hat(x, y_j) = e^{beta s_j} / sum_i e^{beta s_i}``, so the KL is
+    ``beta sum_j Q_hat_j s_j - log mean_j e^{beta s_j}`` (log space).
+
+    Args:
+        queries: (B, d) unit-norm embeddings of the queries.
+        sample: (B, n, d) an independent sample per query, or (n, d) shared; unit norm.
+        tau: temperature > 0.
+    Returns:
+        (B,) KL in nats. Averaging over independent queries and samples estimates
+        ``E_x KL(Q_tau(x, .) || pi)``, with a bias of order ``1/n`` (log of a mean).
+    """
+    from ._validation import check_unit_norm
+
+    check_float_tensor(queries, "queries")
+    check_float_tensor(sample, "sample")
+    if queries.dim() != 2 or sample.dim() not in (2, 3) or sample.shape[-1] != queries.shape[-1]:
+        raise ValueError(f"queries must be (B, d) and sample (B, n, d) or (n, d); got {tuple(queries.shape)} "
+                         f"and {tuple(sample.shape)}")
+    check_unit_norm(queries, "queries")
+    check_unit_norm(sample, "sample")
+    beta = 1.0 / check_tau(tau)
+    s = queries @ sample.T if sample.dim() == 2 else torch.einsum("bd,bnd->bn", queries, sample)
+    z = beta * s
+    log_q = z - torch.logsumexp(z, dim=-1, keepdim=True)
+    return (torch.exp(log_q) * z).sum(-1) - (torch.logsumexp(z, dim=-1) - math.log(s.shape[-1]))

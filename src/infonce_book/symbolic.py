@@ -313,3 +313,40 @@ def two_point_model_search_check(k: int = 2):
         u1_x = sum(M[x][y] * W[x][y] for y in range(2)) / mu[x]
         d1 += pi[x] * (beta * (e_ms - e_m * e_s) - u1_x)
     return H - sp.log(k), Lk - sp.log(k), d1
+
+
+# ----------------------------------------------------------------------------------------------
+# Chapter C3: the temperature as a regulariser.
+
+
+def kl_tilt_derivative():
+    """For an exponential tilt with cumulant generating function ``K``: ``KL(Q_beta || pi) =
+    beta K'(beta) - K(beta)`` and its derivative is ``beta K''(beta)`` (= beta Var_{Q_beta}(s)).
+
+    Returns ``(KL, dKL/dbeta)`` with ``K`` an undefined sympy function (general tilt).
+    """
+    K = sp.Function("K")
+    kl = beta * sp.diff(K(beta), beta) - K(beta)
+    return kl, sp.simplify(sp.diff(kl, beta))
+
+
+def kl_small_beta(order: int = 4):
+    """Small-beta expansion of the KL from the cumulants of ``s`` under pi:
+    ``K(beta) = k1 beta + k2 beta^2/2 + k3 beta^3/6 + k4 beta^4/24``; returns the series of
+    ``beta K' - K`` (leading term ``k2 beta^2 / 2``, i.e. ``beta^2 Var_pi(s)/2``)."""
+    k1, k2, k3, k4 = sp.symbols("kappa_1 kappa_2 kappa_3 kappa_4")
+    K = k1 * beta + k2 * beta**2 / 2 + k3 * beta**3 / 6 + k4 * beta**4 / 24
+    return sp.expand(beta * sp.diff(K, beta) - K)
+
+
+def vmf3_kl_softmax():
+    """KL(vMF(x, beta) || uniform) on S^2: ``beta (coth beta - 1/beta) - log(sinh beta / beta)``,
+    and its series at beta = 0 (``beta^2/6 - ...``: ``1/(2 p tau^2)`` with p = 3)."""
+    kl = beta * (sp.coth(beta) - 1 / beta) - sp.log(sp.sinh(beta) / beta)
+    return kl, sp.series(kl, beta, 0, 6).removeO()
+
+
+def antipodal_kl_series():
+    """Two antipodal clusters: ``beta tanh beta - log cosh beta`` and its series at 0."""
+    kl = beta * sp.tanh(beta) - sp.log(sp.cosh(beta))
+    return kl, sp.series(kl, beta, 0, 6).removeO()
