@@ -14,7 +14,7 @@ from infonce_book import symbolic
 from infonce_book.bounds import antipodal_kl, kl_softmax_bound
 from infonce_book.exact import exact_bias
 from infonce_book.models import VonMisesFisher
-from infonce_book.search import empirical_kl_softmax
+from infonce_book.search import empirical_kl_softmax, empirical_kl_softmax_interval
 from infonce_book.training import fit_temperature
 
 
@@ -106,3 +106,14 @@ def test_symbolic_checks_of_the_kl():
     assert sp.expand(vmf - (symbolic.beta**2 / 6 - symbolic.beta**4 / 60)) == 0
     _, anti = symbolic.antipodal_kl_series()
     assert sp.expand(anti - (symbolic.beta**2 / 2 - symbolic.beta**4 / 4)) == 0
+
+
+def test_empirical_kl_interval_covers_the_vmf_closed_form():
+    m = VonMisesFisher(3, 1.0)
+    g = torch.Generator().manual_seed(4)
+    q = m.sample_uniform(400, generator=g)
+    smp = m.sample_uniform(400 * 2048, generator=g).reshape(400, 2048, 3)
+    mean, lo, hi = empirical_kl_softmax_interval(q, smp, 1.0, level=0.999)
+    assert lo <= m.kl_softmax_vs_data(1.0) <= hi
+    with pytest.raises(ValueError, match="at least 2 queries"):
+        empirical_kl_softmax_interval(q[:1], smp[:1], 1.0)

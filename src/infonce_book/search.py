@@ -106,3 +106,22 @@ def empirical_kl_softmax(queries: torch.Tensor, sample: torch.Tensor, tau) -> to
     z = beta * s
     log_q = z - torch.logsumexp(z, dim=-1, keepdim=True)
     return (torch.exp(log_q) * z).sum(-1) - (torch.logsumexp(z, dim=-1) - math.log(s.shape[-1]))
+
+
+def empirical_kl_softmax_interval(queries: torch.Tensor, sample: torch.Tensor, tau, level: float = 0.95):
+    """Mean of :func:`empirical_kl_softmax` over the queries with a normal ``level`` interval:
+    an estimate of ``E_x KL(Q_tau(x, .) || pi)`` for any embedding (queries drawn independently,
+    each with its own sample ``(B, n, d)``, or a shared sample ``(n, d)``; with a shared sample the
+    interval ignores the sample's own variability).
+
+    Returns:
+        ``(mean, ci_low, ci_high)`` in nats.
+    """
+    from scipy import stats
+
+    kl = empirical_kl_softmax(queries, sample, tau).double()
+    if kl.numel() < 2:
+        raise ValueError("empirical_kl_softmax_interval needs at least 2 queries for an interval")
+    mean = float(kl.mean())
+    half = float(stats.norm.ppf(0.5 + level / 2) * kl.std() / math.sqrt(kl.numel()))
+    return mean, mean - half, mean + half
