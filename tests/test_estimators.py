@@ -1,6 +1,5 @@
 """Monte Carlo estimators: intervals that cover the exact value, seeding, and the fits."""
 
-import math
 
 import numpy as np
 import pytest

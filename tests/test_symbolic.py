@@ -2,7 +2,6 @@
 
 import math
 
-import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given, settings

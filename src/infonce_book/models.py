@@ -199,6 +199,66 @@ class VonMisesFisher:
         """
         return self.limit_risk(tau) + self.exact_bias(k, tau, variant)
 
+    # ------------------------------------------------------------------ similarity search (C2)
+    def search_cross_entropy(self, k, tau, *, method="laplace", n_queries=20000, seed=0, device="cpu",
+                             batch_size=None):
+        """``E[H(M_hat_k(x, .), Q_hat_k(x, .))] - log k`` for the vMF model (phi = identity), in nats.
+
+        ``method="laplace"`` (default): exact, ``L_inf - beta * SNIS bias + E log T_dec`` with both
+        expectations by 1-D quadrature (:func:`infonce_book.exact.snis_bias`, Frullani).
+        ``method="monte_carlo"``: ``n_queries`` queries with k unseen uniform database items each,
+        seeded, on ``device``; a 95% interval.
+        Returns a :class:`SearchCrossEntropy`. Source: book, C2 chapter, Theorem ``c2-thm-search``.
+        """
+        from .device import resolve_device
+
+        k = check_k(k, meaning="database size")
+        tau = check_tau(tau)
+        check_choice(method, "method", ("laplace", "monte_carlo"))
+        if method == "laplace":
+            val = float(self.search_cross_entropy_curve([k], tau)[0])
+            return SearchCrossEntropy(val, val, val, "laplace")
+        dev = resolve_device(device)
+        gen = torch.Generator(device=dev).manual_seed(int(seed))
+        log_zk = float(self.log_partition(self.kappa))
+        bs = batch_size or max(1, min(4096, 2**22 // k))
+
+        def sample_batch(n):
+            x = self.sample_uniform(n, generator=gen, device=dev)
+            db = self.sample_uniform(n * k, generator=gen, device=dev).reshape(n, k, self.dim)
+            s = torch.einsum("bd,bkd->bk", x, db)
+            return s, self.kappa * s - log_zk
+
+        return _mc_search_cross_entropy(sample_batch, k, check_k(n_queries, "n_queries"), tau, bs)
+
+    def search_cross_entropy_curve(self, ks, tau) -> np.ndarray:
+        """``E[H(M_hat_k, Q_hat_k)] - log k`` for many k at once, exactly (Laplace method)."""
+        from .exact import _SimilarityLaws, expected_log_T, snis_bias
+
+        beta = 1.0 / check_tau(tau)
+        ks = [check_k(k, meaning="database size") for k in np.atleast_1d(ks)]
+        laws = _SimilarityLaws(self, beta)
+        log_tilt = self.kappa * laws.s
+        m = np.exp(log_tilt - log_tilt.max())
+        m = m / (laws.w_neg @ m)
+        bias, _ = snis_bias(m, laws.s, laws.w_neg, ks)
+        log_t_dec, _ = expected_log_T(laws, ks, standard=False)
+        return self.limit_risk(tau) - beta * bias + log_t_dec
+
+    def search_gap_constant(self, tau, variant="standard") -> float:
+        """``d1`` with ``k (E[H(M_hat_k, Q_hat_k)] - L_k) -> d1`` (book, Theorem ``c2-thm-search``):
+        ``beta Cov_M(m, s) - E(W+)/mu`` (standard) or ``beta Cov_M(m, s)`` (decoupled), where for
+        the vMF model ``Cov_M(m, s) = Z(2 kappa) (A_p(2 kappa) - A_p(kappa)) / Z(kappa)^2``."""
+        check_choice(variant, "variant", VARIANTS)
+        beta = 1.0 / check_tau(tau)
+        kap = self.kappa
+        log_z = lambda b: float(self.log_partition(b))  # noqa: E731
+        a = lambda c: float(mean_resultant_length(self.dim, c))  # noqa: E731
+        d1 = beta * math.exp(log_z(2 * kap) - 2 * log_z(kap)) * (a(2 * kap) - a(kap))  # beta Cov_M(m, s)
+        if variant == "standard":
+            d1 -= self.weight_moments(tau)["u1"]
+        return d1
+
     # ------------------------------------------------------------------ samplers
     def sample_uniform(self, n: int, *, generator: torch.Generator | None = None, device=None,
                        dtype=torch.float64) -> torch.Tensor:
@@ -287,81 +347,6 @@ def _mc_search_cross_entropy(sample_batch, k: int, n_queries: int, tau: float, b
     v = np.concatenate(vals)
     mean, half = float(v.mean()), 1.959963984540054 * float(v.std(ddof=1)) / math.sqrt(len(v))
     return SearchCrossEntropy(mean, mean - half, mean + half, "monte_carlo")
-
-
-def _vmf_search_gap_constant(model, tau, variant):
-    beta = 1.0 / check_tau(tau)
-    lz = lambda b: float(model.log_partition(b))  # noqa: E731
-    a = lambda kap: float(mean_resultant_length(model.dim, kap))  # noqa: E731
-    kap = model.kappa
-    cov = math.exp(lz(2 * kap) - 2 * lz(kap)) * (a(2 * kap) - a(kap))  # Cov_M(m, s)
-    d1 = beta * cov
-    if variant == "standard":
-        d1 -= model.weight_moments(tau)["u1"]
-    return d1
-
-
-def _vmf_search_cross_entropy(self, k, tau, *, method="laplace", n_queries=20000, seed=0, device="cpu",
-                              batch_size=None):
-    """``E[H(M_hat_k(x, .), Q_hat_k(x, .))] - log k`` for the vMF model (phi = identity), in nats.
-
-    ``method="laplace"`` (default): exact, ``L_inf - beta * SNIS bias + E log T_dec`` with both
-    expectations by 1-D quadrature (:func:`infonce_book.exact.snis_bias`, Frullani).
-    ``method="monte_carlo"``: ``n_queries`` queries with k unseen uniform database items each,
-    seeded, on ``device``; a 95% interval.
-    Returns a :class:`SearchCrossEntropy`. Source: book, C2 chapter, Theorem ``c2-thm-search``.
-    """
-    from .device import resolve_device
-    from .exact import _SimilarityLaws, expected_log_T, snis_bias
-
-    k = check_k(k, meaning="database size")
-    beta = 1.0 / check_tau(tau)
-    check_choice(method, "method", ("laplace", "monte_carlo"))
-    if method == "laplace":
-        val = float(self.search_cross_entropy_curve([k], 1.0 / beta)[0])
-        return SearchCrossEntropy(val, val, val, "laplace")
-    dev = resolve_device(device)
-    gen = torch.Generator(device=dev).manual_seed(int(seed))
-    log_zk = float(self.log_partition(self.kappa))
-    bs = batch_size or max(1, min(4096, 2**22 // k))
-
-    def sample_batch(n):
-        x = self.sample_uniform(n, generator=gen, device=dev)
-        db = self.sample_uniform(n * k, generator=gen, device=dev).reshape(n, k, self.dim)
-        s = torch.einsum("bd,bkd->bk", x, db)
-        return s, self.kappa * s - log_zk
-
-    return _mc_search_cross_entropy(sample_batch, k, check_k(n_queries, "n_queries"), 1.0 / beta, bs)
-
-
-def _vmf_search_cross_entropy_curve(self, ks, tau) -> np.ndarray:
-    """``E[H(M_hat_k, Q_hat_k)] - log k`` for many k at once, exactly (Laplace method)."""
-    from .exact import _SimilarityLaws, expected_log_T, snis_bias
-
-    beta = 1.0 / check_tau(tau)
-    ks = [check_k(k) for k in np.atleast_1d(ks)]
-    laws = _SimilarityLaws(self, beta)
-    log_tilt = self.kappa * laws.s
-    m = np.exp(log_tilt - log_tilt.max())
-    m = m / (laws.w_neg @ m)
-    bias, _ = snis_bias(m, laws.s, laws.w_neg, ks)
-    log_t_dec, _ = expected_log_T(laws, ks, standard=False)
-    return self.limit_risk(tau) - beta * bias + log_t_dec
-
-
-VonMisesFisher.search_cross_entropy_curve = _vmf_search_cross_entropy_curve
-
-
-def _vmf_search_gap_doc(self, tau, variant="standard"):
-    """``d1`` with ``k (E[H(M_hat_k, Q_hat_k)] - L_k) -> d1`` (book, Theorem ``c2-thm-search``):
-    ``beta Cov_M(m, s) - E(W+)/mu`` (standard) or ``beta Cov_M(m, s)`` (decoupled), where for the
-    vMF model ``Cov_M(m, s) = Z(2 kappa) (A_p(2 kappa) - A_p(kappa)) / Z(kappa)^2``."""
-    check_choice(variant, "variant", VARIANTS)
-    return _vmf_search_gap_constant(self, tau, variant)
-
-
-VonMisesFisher.search_cross_entropy = _vmf_search_cross_entropy
-VonMisesFisher.search_gap_constant = _vmf_search_gap_doc
 
 
 def _as_float64_array(x, name: str, ndim: int) -> np.ndarray:
