@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ._validation import check_choice, check_k, check_tau
+from ._validation import check_choice, check_k, check_nonneg, check_tau
 from .losses import VARIANTS
 
 
@@ -103,3 +103,152 @@ def antipodal_kl(tau) -> float:
     beta = 1.0 / check_tau(tau)
     log_cosh = beta + math.log1p(math.exp(-2.0 * beta)) - math.log(2.0)
     return float(beta * math.tanh(beta) - log_cosh)
+
+
+# ---------------------------------------------------------------------------------------------
+# C4: continuity of the loss in the similarity vector (book, Proposition ``c4-prop-continuity``).
+
+CONTINUITY_KINDS = ("average", "max", "dv")
+
+
+def _check_similarities(x, name: str, shape_hint: str) -> np.ndarray:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        if not torch.is_floating_point(x):
+            raise TypeError(f"{name} must be a floating-point array, got dtype {x.dtype}")
+        x = x.detach().cpu().double().numpy()
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fc" and arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be a real array of shape {shape_hint}, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if arr.size and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    if arr.size and (arr.min() < -1.0 - 1e-12 or arr.max() > 1.0 + 1e-12):
+        raise ValueError(
+            f"{name} must lie in [-1, 1] (similarities of embeddings in the unit ball), got values "
+            f"in [{arr.min():.6g}, {arr.max():.6g}]")
+    return arr
+
+
+def continuity_bound(s_pos, s_neg, s_pos_new, s_neg_new, tau, *, kind: str = "average", gamma=None,
+                     variant: str = "standard") -> np.ndarray:
+    """Upper bound on ``|l(s') - l(s)|`` for two similarity vectors in ``[-1, 1]^{k+1}``.
+
+    With ``beta = 1/tau``, ``h+ = s_pos_new - s_pos`` and ``h_j = s_neg_new[:, j] - s_neg[:, j]``:
+
+    * ``"average"``: ``beta |h+| + beta e^{2 beta} / (k+1) sum_j |h_j|`` (standard variant;
+      ``/k`` for the decoupled one) -- an average over the negatives;
+    * ``"max"``: ``beta |h+| + beta max_j |h_j|``;
+    * ``"dv"`` (Donsker--Varadhan): ``beta |h+| + (beta/gamma) [2 beta + log((1/k) sum_j e^{gamma |h_j|})]``
+      for a given ``gamma > 0``; with ``gamma=None``, the minimum over a log-spaced grid of 49
+      values of gamma in [1e-2, 1e4] together with the max bound (the gamma -> inf limit); each
+      member of the family is a valid bound, so the minimum is one too.
+
+    Args:
+        s_pos, s_pos_new: (B,) similarities of anchor and positive before and after.
+        s_neg, s_neg_new: (B, k) similarities of anchor and negatives before and after, k >= 1.
+        tau: temperature in (0, inf). kind: "average", "max" or "dv". gamma: None or a float > 0
+            (only for "dv"). variant: "standard" or "decoupled".
+    Returns:
+        float64 array (B,), in nats.
+    Raises:
+        TypeError: non-real input. ValueError: shapes disagree; entries outside [-1, 1] or not
+        finite; tau or gamma out of range; unknown kind or variant; gamma given for a kind other
+        than "dv".
+    Source: book, Proposition ``c4-prop-continuity`` (our reconstruction of the paper's
+    Proposition 4).
+    """
+    check_choice(kind, "kind", CONTINUITY_KINDS)
+    check_choice(variant, "variant", VARIANTS)
+    beta = 1.0 / check_tau(tau)
+    if gamma is not None:
+        if kind != "dv":
+            raise ValueError(f"gamma is only used with kind='dv', got kind={kind!r}, gamma={gamma!r}")
+        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not math.isfinite(gamma) \
+                or gamma <= 0:
+            raise ValueError(f"gamma must be a finite number > 0 (or None to take the best of a grid), "
+                             f"got gamma={gamma!r}")
+        gamma = float(gamma)
+    sp = _check_similarities(s_pos, "s_pos", "(B,)")
+    sn = _check_similarities(s_neg, "s_neg", "(B, k)")
+    sp2 = _check_similarities(s_pos_new, "s_pos_new", "(B,)")
+    sn2 = _check_similarities(s_neg_new, "s_neg_new", "(B, k)")
+    if sp.ndim != 1 or sp.shape[0] == 0:
+        raise ValueError(f"s_pos must have shape (B,) with B >= 1, got shape {sp.shape}")
+    if sn.ndim != 2 or sn.shape[0] != sp.shape[0] or sn.shape[1] < 1:
+        raise ValueError(f"s_neg must have shape (B, k) with B = len(s_pos) and k >= 1; got s_pos "
+                         f"{sp.shape}, s_neg {sn.shape}")
+    if sp2.shape != sp.shape or sn2.shape != sn.shape:
+        raise ValueError(f"the new similarities must have the old shapes; got s_pos {sp.shape} -> "
+                         f"{sp2.shape}, s_neg {sn.shape} -> {sn2.shape}")
+    k = sn.shape[1]
+    hp = np.abs(sp2 - sp)
+    hn = np.abs(sn2 - sn)
+    if kind == "average":
+        denom = (k + 1) if variant == "standard" else k
+        return beta * hp + beta * math.exp(2.0 * beta) / denom * hn.sum(axis=1)
+    hmax = hn.max(axis=1)
+    if kind == "max":
+        return beta * (hp + hmax)
+    gammas = np.array([gamma]) if gamma is not None else np.logspace(-2, 4, 49)
+    # (1/g) log mean e^{g h} = hmax + (1/g) log mean e^{g (h - hmax)}: stable for large g.
+    dv = np.stack([hmax + (2.0 * beta + np.log(np.mean(np.exp(g * (hn - hmax[:, None])), axis=1))) / g
+                   for g in gammas], axis=1)
+    best = dv.min(axis=1)
+    if gamma is None:
+        best = np.minimum(best, hmax)
+    return beta * (hp + best)
+
+
+def loss_lipschitz_constant(L_anchor, L_pos, L_neg, tau, *, kind: str = "average",
+                            variant: str = "standard") -> np.ndarray:
+    """Lipschitz constant of ``theta -> l_k(theta; z)`` for embeddings into the unit ball with
+    ``|phi_theta(x) - phi_theta'(x)| <= L(x) |theta - theta'|`` (book, Theorem ``c5-thm-lipschitz``).
+
+    * ``"average"``: ``beta (L(x) + L(x+)) + beta e^{2 beta} k/(k+1) (L(x) + (1/k) sum_j L(x_j))``
+      (``k/(k+1)`` is 1 for the decoupled variant);
+    * ``"max"``: ``beta (L(x) + L(x+)) + beta (L(x) + max_j L(x_j))``.
+
+    Args:
+        L_anchor, L_pos: (B,) parameter-Lipschitz constants of the anchor and positive (>= 0).
+        L_neg: (B, k) those of the negatives. tau: temperature. kind: "average" or "max".
+    Returns:
+        float64 array (B,), in nats per unit of parameter distance.
+    """
+    check_choice(kind, "kind", ("average", "max"))
+    check_choice(variant, "variant", VARIANTS)
+    beta = 1.0 / check_tau(tau)
+    La, Lp, Ln = (np.asarray(v, dtype=np.float64) for v in (L_anchor, L_pos, L_neg))
+    if La.ndim != 1 or Lp.shape != La.shape or Ln.ndim != 2 or Ln.shape[0] != La.shape[0] or Ln.shape[1] < 1:
+        raise ValueError(f"shapes must be L_anchor (B,), L_pos (B,), L_neg (B, k); got {La.shape}, "
+                         f"{Lp.shape}, {Ln.shape}")
+    for name, v in (("L_anchor", La), ("L_pos", Lp), ("L_neg", Ln)):
+        if not np.all(np.isfinite(v)) or np.any(v < 0):
+            raise ValueError(f"{name} must be finite and >= 0")
+    k = Ln.shape[1]
+    if kind == "average":
+        factor = k / (k + 1) if variant == "standard" else 1.0
+        return beta * (La + Lp) + beta * math.exp(2.0 * beta) * factor * (La + Ln.mean(axis=1))
+    return beta * (La + Lp) + beta * (La + Ln.max(axis=1))
+
+
+def rademacher_covering_bound(lipschitz_rms: float, radius: float, n_params: int, n: int) -> float:
+    """Upper bound on the empirical Rademacher complexity of ``{z -> l(theta; z) : |theta - theta0| <= D}``
+    (book, Theorem ``c5-thm-rademacher``):
+
+    ``R_n <= Lbar inf_{eps > 0} [eps + D sqrt(2 P log(1 + 2D/eps) / n)]``,
+
+    with ``Lbar = sqrt((1/n) sum_i Lambda(z_i)^2)`` the root-mean-square Lipschitz constant of the
+    sample, ``D`` the radius of the parameter ball, ``P`` the number of parameters. The infimum is
+    taken over a fine grid of eps (any eps gives a valid bound).
+    """
+    L = check_nonneg(lipschitz_rms, "lipschitz_rms")
+    D = check_nonneg(radius, "radius")
+    P = check_k(n_params, "n_params")
+    n = check_k(n, "n")
+    if D == 0.0 or L == 0.0:
+        return 0.0
+    eps = D * np.logspace(-8, 1, 2000)
+    vals = eps + D * np.sqrt(2.0 * P * np.log1p(2.0 * D / eps) / n)
+    return float(L * vals.min())

@@ -168,3 +168,84 @@ def kl_vs_tau(table):
     ax.set_ylabel(r"$\mathrm{KL}(Q_\tau \,\|\, \pi)$ (nats)")
     ax.legend(fontsize="small")
     return fig
+
+
+_KIND_STYLE = {"average": ("C0", "o", "average (C4)"), "max": ("C1", "s", "max"), "dv": ("C2", "^", "Donsker-Varadhan")}
+
+
+def continuity_ratios(table):
+    """Mean ratio bound/actual change against k (log-log), one panel per (model, perturbation).
+
+    Args: table from :func:`infonce_book.generalisation.c4_perturbations`.
+    """
+    models = list(dict.fromkeys(table.model))
+    perts = list(dict.fromkeys(table.perturbation))
+    fig, axes = plt.subplots(len(models), len(perts), figsize=(3.3 * len(perts), 2.9 * len(models)),
+                             sharex=True, squeeze=False)
+    for i, model in enumerate(models):
+        for j, pert in enumerate(perts):
+            ax = axes[i, j]
+            sub = table[(table.model == model) & (table.perturbation == pert)].sort_values("k")
+            for kind, (color, marker, label) in _KIND_STYLE.items():
+                ax.loglog(sub.k, sub[f"ratio_{kind}_mean"], marker=marker, color=color, ms=4, label=label)
+            ax.axhline(1.0, color="k", lw=0.8)
+            ax.set_title(f"{model}, {pert}")
+            if i == len(models) - 1:
+                ax.set_xlabel("negatives $k$")
+            if j == 0:
+                ax.set_ylabel("bound / actual change")
+    axes[0, 0].legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def lipschitz_vs_k(table):
+    """``E Lambda`` (average and max forms) against k, measured (95% CI) and predicted (lines).
+
+    Args: table from :func:`infonce_book.generalisation.c5_lipschitz_constants`.
+    """
+    data = list(dict.fromkeys(table.data))
+    fig, axes = plt.subplots(1, len(data), figsize=(4.6 * len(data), 3.6), sharey=True, squeeze=False)
+    for ax, name in zip(axes[0], data):
+        for kind in ("average", "max"):
+            color, marker, label = _KIND_STYLE[kind]
+            sub = table[(table.data == name) & (table.kind == kind)].sort_values("k")
+            ax.errorbar(sub.k, sub["mean"], yerr=1.96 * sub.se, fmt=marker, color=color, ms=4, capsize=3,
+                        label=f"{label}: measured")
+            ax.plot(sub.k, sub.predicted, "-", color=color, lw=1, label=f"{label}: predicted")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("negatives $k$")
+        ax.set_title(f"{name} inputs")
+    axes[0, 0].set_ylabel(r"$\mathbb{E}\,\Lambda(z)$ (nats per unit of $\theta$)")
+    axes[0, 0].legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def rademacher_sweeps(table, n_fit: dict | None = None):
+    """The estimated Rademacher complexity (95% CI) and the covering bounds against n, k and d.
+
+    Args: table from :func:`infonce_book.generalisation.c5_rademacher`; ``n_fit``: optional fitted
+    ``{"slope", "intercept"}`` of log R_n on log n, drawn as a line.
+    """
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    for ax, (sweep, xlabel) in zip(axes, [("n", "tuples $n$"), ("k", "negatives $k$"), ("d", "dimension $d$")]):
+        sub = table[table.sweep == sweep].sort_values(sweep if sweep != "d" else "dim")
+        x = sub["dim"] if sweep == "d" else sub[sweep]
+        ax.errorbar(x, sub.value, yerr=[sub.value - sub.ci_low, sub.ci_high - sub.value], fmt="o", color="k",
+                    ms=4, capsize=3, label=r"$\hat R_n$ (lower estimate)")
+        ax.plot(x, sub.bound_avg, "--", color="C0", label="bound, average form")
+        ax.plot(x, sub.bound_max, ":", color="C1", lw=2, label="bound, max form")
+        if sweep == "n" and n_fit is not None:
+            xs = np.array([x.min(), x.max()], dtype=float)
+            ax.plot(xs, np.exp(n_fit["intercept"]) * xs ** n_fit["slope"], "-", color="C3", lw=1,
+                    label=f"fit: slope {n_fit['slope']:.2f}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_title(f"against {sweep}")
+    axes[0].set_ylabel("nats")
+    axes[0].legend(fontsize="small")
+    fig.tight_layout()
+    return fig

@@ -43,6 +43,25 @@ _SIZES = {
                  "gap_taus": [0.05, 0.1, 0.2, 0.5, 1.0, 2.0], "gap_n_train": 32, "gap_steps": 500,
                  "gap_test": 100000},
     },
+    "c4_continuity": {
+        "smoke": {"c4_ks": [1, 10, 100, 1000, 10000], "c4_pairs": 100, "c4_max_elements": 1_000_000,
+                  "lip_ks": [1, 10, 100, 1000, 10000], "lip_tuples": 1000, "lip_max_elements": 1_000_000,
+                  "check_ks": [1, 16], "check_tuples": 100, "check_pairs": 3,
+                  "rad_ns": [32, 96, 256], "rad_ks": [1, 4, 32, 256], "rad_dims": [2, 4, 8], "rad_n": 128,
+                  "rad_k": 16, "rad_sigma": 6, "rad_steps": 30, "rad_starts": 1},
+        "standard": {"c4_ks": [1, 10, 100, 1000, 10000, 100000], "c4_pairs": 200, "c4_max_elements": 2_000_000,
+                     "lip_ks": [1, 10, 100, 1000, 10000, 100000], "lip_tuples": 4000,
+                     "lip_max_elements": 20_000_000, "check_ks": [1, 16, 256], "check_tuples": 200,
+                     "check_pairs": 5, "rad_ns": [32, 64, 128, 256, 512, 1024], "rad_ks": [1, 4, 16, 64, 256],
+                     "rad_dims": [2, 3, 4, 6, 8], "rad_n": 256, "rad_k": 16, "rad_sigma": 12, "rad_steps": 40,
+                     "rad_starts": 2},
+        "full": {"c4_ks": [1, 10, 100, 1000, 10000, 100000], "c4_pairs": 1000, "c4_max_elements": 20_000_000,
+                 "lip_ks": [1, 10, 100, 1000, 10000, 100000], "lip_tuples": 20000,
+                 "lip_max_elements": 200_000_000, "check_ks": [1, 16, 256, 4096], "check_tuples": 1000,
+                 "check_pairs": 10, "rad_ns": [32, 64, 128, 256, 512, 1024, 2048],
+                 "rad_ks": [1, 4, 16, 64, 256, 1024], "rad_dims": [2, 3, 4, 6, 8, 12], "rad_n": 512,
+                 "rad_k": 16, "rad_sigma": 24, "rad_steps": 60, "rad_starts": 2},
+    },
 }
 
 

@@ -350,3 +350,73 @@ def antipodal_kl_series():
     """Two antipodal clusters: ``beta tanh beta - log cosh beta`` and its series at 0."""
     kl = beta * sp.tanh(beta) - sp.log(sp.cosh(beta))
     return kl, sp.series(kl, beta, 0, 6).removeO()
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter C4/C5: continuity of the loss in the similarities.
+
+
+def gateaux_derivative(n_neg: int = 2, variant: str = "standard"):
+    """The Gateaux derivative of the InfoNCE loss along ``h`` (book, Proposition ``c4-prop-continuity``).
+
+    With similarities ``s0`` (positive), ``s1..s_k`` (negatives), returns
+    ``(derivative, claimed)``: ``d/dt l(s + t h)`` at ``t = 0`` computed by sympy, and the claimed
+    form ``beta (sum_i p_i h_i - h0)`` (standard: softmax over all k+1 entries; decoupled: over
+    the negatives only). Their difference simplifies to 0 (checked by the tests).
+    """
+    s = sp.symbols(f"s0:{n_neg + 1}", real=True)
+    h = sp.symbols(f"h0:{n_neg + 1}", real=True)
+    start = 0 if variant == "standard" else 1
+    loss = lambda v: -beta * v[0] + sp.log(sum(sp.exp(beta * v[i]) for i in range(start, n_neg + 1)))  # noqa: E731
+    moved = [s[i] + t * h[i] for i in range(n_neg + 1)]
+    derivative = sp.diff(loss(moved), t).subs(t, 0)
+    z = sum(sp.exp(beta * s[i]) for i in range(start, n_neg + 1))
+    claimed = beta * (sum(sp.exp(beta * s[i]) / z * h[i] for i in range(start, n_neg + 1)) - h[0])
+    return derivative, claimed
+
+
+def softmax_weight_bound():
+    """The weight bound ``p_j <= e^{2 beta} / (e^{2 beta} + k) <= e^{2 beta} / (k + 1)``.
+
+    Returns ``(dp_own, dp_other, gap)``: the partial derivatives of ``p_j = e^{beta s_j} / Z``
+    in ``s_j`` and in another entry (``beta p_j (1 - p_j) >= 0`` and ``-beta p_j p_l <= 0``, so
+    ``p_j`` is largest at ``s_j = 1`` and every other entry at ``-1``), and the factored gap
+    ``e^{2 beta}/(k+1) - e^{2 beta}/(e^{2 beta} + k)``, which is ``>= 0`` since ``e^{2 beta} >= 1``.
+    """
+    sj, sl, rest = sp.symbols("s_j s_l R", real=True)
+    Z = sp.exp(beta * sj) + sp.exp(beta * sl) + rest
+    p = sp.exp(beta * sj) / Z
+    pl = sp.exp(beta * sl) / Z
+    dp_own = sp.simplify(sp.diff(p, sj) - beta * p * (1 - p))
+    dp_other = sp.simplify(sp.diff(p, sl) + beta * p * pl)
+    E = sp.exp(2 * beta)
+    gap = sp.factor(sp.together(E / (k + 1) - E / (E + k)))
+    return dp_own, dp_other, gap
+
+
+def donsker_varadhan_gap(n: int = 2):
+    """Donsker--Varadhan for the uniform law on ``n`` points: for weights ``q`` and values ``h``,
+    ``(1/gamma)[KL(q || unif) + log((1/n) sum e^{gamma h})] - sum q h`` is ``>= 0``, and equals 0 at
+    ``q* ∝ e^{gamma h}`` (Gibbs' variational principle).
+
+    Returns ``(gap, gap_at_gibbs)``: the gap as a sympy expression in ``q_i, h_i, gamma``, and its
+    value at ``q*`` (which simplifies to 0).
+    """
+    g = sp.Symbol("gamma", positive=True)
+    q = sp.symbols(f"q1:{n + 1}", positive=True)
+    h = sp.symbols(f"h1:{n + 1}", real=True)
+    kl = sum(qi * sp.log(n * qi) for qi in q)
+    gap = (kl + sp.log(sum(sp.exp(g * hi) for hi in h) / n)) / g - sum(qi * hi for qi, hi in zip(q, h))
+    Zg = sum(sp.exp(g * hi) for hi in h)
+    at_gibbs = gap.subs({qi: sp.exp(g * hi) / Zg for qi, hi in zip(q, h)})
+    return gap, sp.simplify(sp.expand_log(sp.expand(at_gibbs), force=True))
+
+
+def normalisation_jacobian(dim: int = 3):
+    """The Jacobian of ``v -> v / |v|`` is ``(I - u u^T) / |v|`` with ``u = v/|v|`` (book, Lemma
+    ``c5-lem-classes``). Returns the difference matrix, which simplifies to zero."""
+    v = sp.Matrix(sp.symbols(f"v1:{dim + 1}", real=True))
+    r = sp.sqrt(sum(c**2 for c in v))
+    J = (v / r).jacobian(v)
+    u = v / r
+    return sp.simplify(J - (sp.eye(dim) - u * u.T) / r)
