@@ -252,3 +252,80 @@ def rademacher_covering_bound(lipschitz_rms: float, radius: float, n_params: int
     eps = D * np.logspace(-8, 1, 2000)
     vals = eps + D * np.sqrt(2.0 * P * np.log1p(2.0 * D / eps) / n)
     return float(L * vals.min())
+
+
+# ---------------------------------------------------------------------------------------------
+# C6: Theorem 1, term by term (book, Theorem ``c6-thm-main``).
+
+
+def loss_range(k, tau, *, variant: str = "standard") -> float:
+    """Width ``B`` of the range of ``l_k`` over similarity vectors in ``[-1, 1]^{k+1}`` (nats).
+
+    Standard: ``l_k`` lies in ``[log(1 + k e^{-2 beta}), log(1 + k e^{2 beta})]``, a width below
+    ``4 beta`` for every k; decoupled: in ``[log k - 2 beta, log k + 2 beta]``, width ``4 beta``.
+    Source: book, Lemma ``c6-lem-range``.
+    """
+    check_choice(variant, "variant", VARIANTS)
+    k = check_k(k)
+    beta = 1.0 / check_tau(tau)
+    if variant == "decoupled":
+        return 4.0 * beta
+    # log(1 + k e^{2b}) - log(1 + k e^{-2b}), in a form that does not overflow
+    hi = 2.0 * beta + math.log(k) + math.log1p(math.exp(-2.0 * beta) / k)
+    lo = math.log1p(k * math.exp(-2.0 * beta))
+    return float(hi - lo)
+
+
+def search_bias_constant(tau, *, sd_m: float, second_moment_m: float, m_min: float) -> float:
+    """Uniform constant ``C`` with ``|E H(M_k, Q_k) - L_k| <= C / k`` for every embedding into the
+    sphere (book, Corollary ``c6-cor-search-constant``, from Theorem ``c2-thm-search``):
+
+    ``C(tau) = 2 beta sd_pi(m) sqrt(E_pi m^2) / m_min + e^{2 beta}``,
+
+    where ``m = dM(x, .)/dpi`` (here assumed to have the same law under pi for every x, as in the
+    vMF model), ``sd_m`` its standard deviation under pi, ``second_moment_m = E_pi m^2`` and
+    ``m_min > 0`` a lower bound of m.
+    """
+    beta = 1.0 / check_tau(tau)
+    sd_m, second = check_nonneg(sd_m, "sd_m"), check_nonneg(second_moment_m, "second_moment_m")
+    m_min = check_nonneg(m_min, "m_min")
+    if m_min == 0.0:
+        raise ValueError("m_min must be > 0: the C2 bound needs the density ratio m bounded below")
+    return float(2.0 * beta * sd_m * math.sqrt(second) / m_min + math.exp(2.0 * beta))
+
+
+def theorem1_terms(*, train_risk: float, k: int, n: int, tau: float, delta: float, rademacher: float,
+                   search_constant: float | None = None, variant: str = "standard") -> dict:
+    """The terms of Theorem 1 (book, Theorem ``c6-thm-main``), each by name, in nats.
+
+    With probability at least ``1 - delta`` over the n training tuples, for every embedding of the
+    class, ``E H(M_k, Q_k) - log k <= bound`` where ``bound`` is the sum of
+
+    * ``empirical_risk``: ``L_hat_{n,k}(phi) - log k`` (``train_risk`` minus log k),
+    * ``complexity``: ``2 R_n`` (``rademacher`` is an upper bound of the expected Rademacher
+      complexity ``R_n`` of the loss class, e.g. from ``rademacher_covering_bound``),
+    * ``confidence``: ``B sqrt(log(1/delta) / (2n))`` with ``B = loss_range(k, tau)`` (< 4 beta),
+    * ``search_bias``: ``C / k`` with ``C = search_constant`` (``search_bias_constant``); NaN when
+      not given (then ``bound`` is a bound on ``L_k(phi) - log k`` only, and ``bound_on`` says so).
+
+    Returns a dict with those keys plus ``range_B``, ``bound`` and ``bound_on``.
+    """
+    k, n = check_k(k), check_k(n, "n")
+    tau = check_tau(tau)
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0.0 < delta < 1.0):
+        raise ValueError(f"delta must be in (0, 1), got delta={delta!r}")
+    if not math.isfinite(train_risk):
+        raise ValueError(f"train_risk must be finite, got {train_risk!r}")
+    rademacher = check_nonneg(rademacher, "rademacher")
+    B = loss_range(k, tau, variant=variant)
+    terms = {"empirical_risk": float(train_risk - math.log(k)), "complexity": 2.0 * rademacher,
+             "confidence": B * math.sqrt(math.log(1.0 / delta) / (2.0 * n)), "range_B": B}
+    if search_constant is None:
+        terms["search_bias"] = float("nan")
+        terms["bound"] = terms["empirical_risk"] + terms["complexity"] + terms["confidence"]
+        terms["bound_on"] = "L_k - log k"
+    else:
+        terms["search_bias"] = check_nonneg(search_constant, "search_constant") / k
+        terms["bound"] = terms["empirical_risk"] + terms["complexity"] + terms["confidence"] + terms["search_bias"]
+        terms["bound_on"] = "E H(M_k, Q_k) - log k"
+    return terms

@@ -403,3 +403,196 @@ def c5_rademacher_ledger(ledger, table: pd.DataFrame, tau: float) -> dict:
                   params={"configs": len(table), "tau": tau, "rule": "measured <= predicted"})
     out["bound_ratio"] = worst
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# C6/C7: Theorem 1 term by term on trained embeddings (synthetic models).
+
+
+def vmf_search_constant(dim: int, kappa: float, tau: float) -> float:
+    """``C(tau)`` of Corollary ``c6-cor-search-constant`` for the vMF model: ``m = e^{kappa s}/Z(kappa)``
+    has ``m_min = e^{-kappa}/Z(kappa)``, ``E_pi m^2 = Z(2 kappa)/Z(kappa)^2`` under every x."""
+    from .bounds import search_bias_constant
+
+    model = VonMisesFisher(dim, kappa)
+    log_z1, log_z2 = model.log_partition(kappa), model.log_partition(2 * kappa)
+    second = math.exp(log_z2 - 2 * log_z1)
+    return search_bias_constant(tau, sd_m=math.sqrt(max(second - 1.0, 0.0)), second_moment_m=second,
+                                m_min=math.exp(-kappa - log_z1))
+
+
+def _c6_model(name: str):
+    if name == "vmf":
+        return VonMisesFisher(3, 2.0), (lambda: NormalisedLinear(3, 0.5))
+    if name == "gaussian":
+        return GaussianModel(8, 0.8), (lambda: BallLinear(8, 4, scale=0.25, radius=0.05))
+    raise ValueError(f"model must be 'vmf' or 'gaussian', got {name!r}")
+
+
+def _c6_tuples(model, n: int, k: int, gen, dev):
+    if isinstance(model, VonMisesFisher):
+        x = model.sample_uniform(n, generator=gen, device=dev)
+        xn = model.sample_uniform(n * k, generator=gen, device=dev).reshape(n, k, model.dim)
+    else:
+        x = model.sample_data(n, generator=gen, device=dev)
+        xn = model.sample_data(n * k, generator=gen, device=dev).reshape(n, k, model.dim)
+    return x, model.sample_positive(x, generator=gen), xn
+
+
+def _log_m(model, x, y):
+    """``log m(x, y_j)``: x (B, p), y (B, k, p) -> (B, k)."""
+    if isinstance(model, VonMisesFisher):
+        return model.kappa * torch.einsum("bp,bkp->bk", x, y) - model.log_partition(model.kappa)
+    return model.log_density_ratio(x, y)
+
+
+def c6_cells(ns: list, ks: list, n_seeds: int, tau_star: float = 0.5, extra_taus=(1.0,), gaussian_ns=None,
+             gaussian_ks=None, gaussian_seeds: int = 2) -> list:
+    """The training cells of the chapter: the vMF grid over (n, k) at ``tau = 1/kappa``, the same n
+    at ``extra_taus`` with the smallest k, and a smaller Gaussian grid. Each cell is a dict
+    ``{"model", "n", "k", "tau", "seed"}``."""
+    cells = [{"model": "vmf", "n": int(n), "k": int(k), "tau": tau_star, "seed": s}
+             for k in ks for n in ns for s in range(n_seeds)]
+    cells += [{"model": "vmf", "n": int(n), "k": int(min(ks)), "tau": float(t), "seed": s}
+              for t in extra_taus for n in ns for s in range(n_seeds)]
+    cells += [{"model": "gaussian", "n": int(n), "k": int(k), "tau": 1.0, "seed": s}
+              for k in (gaussian_ks or []) for n in (gaussian_ns or []) for s in range(gaussian_seeds)]
+    return cells
+
+
+@cached
+def c6_grid(cells: list, steps: int, n_test: int, delta: float, device: str, seed: int):
+    """Train by ERM (:func:`infonce_book.training.fit`, Adam, projected onto Theta) on each cell
+    and measure, in nats:
+
+    * ``train_risk`` (the empirical risk at the trained embedding), ``test_risk`` (on ``n_test``
+      fresh tuples, with ``test_se``), ``search_ce`` (``E H(M_k, Q_k) - log k`` on fresh databases of
+      size k, with ``search_se``), ``gap = test_risk - train_risk``;
+    * ``excess`` (``L(phi_hat) - L(phi_ref)``, paired on the test tuples) and ``improvement``
+      (``L_hat(phi_ref) - L_hat(phi_hat)`` on the training tuples), with ``phi_ref`` the centre of
+      Theta (the identity for the vMF model). ``gap_cv = excess + improvement`` equals ``gap`` minus
+      ``L(phi_ref) - L_hat(phi_ref)``, whose mean is 0: the same expectation, a much smaller variance;
+    * every term of Theorem ``c6-thm-main`` (:func:`infonce_book.bounds.theorem1_terms`), with
+      ``R_n`` bounded by the covering bound of Theorem ``c5-thm-rademacher`` (``E Lambda_avg^2`` by
+      Monte Carlo on the test tuples).
+
+    Models: "vmf" (S^2, kappa = 2, NormalisedLinear(3, 0.5), P = 9) and "gaussian" (R^8, rho = 0.8,
+    BallLinear(8 -> 4), P = 32; no C2 term, since its m is not bounded below).
+    """
+    from .bounds import theorem1_terms
+    from .search import search_cross_entropy
+    from .training import fit
+
+    dev = resolve_device(device)
+    rows = []
+    for i, cell in enumerate(progress(cells, desc="c6 grid")):
+        model_name, n, k, tau = cell["model"], cell["n"], cell["k"], cell["tau"]
+        gen = torch.Generator(device=dev).manual_seed(int(seed) * 1_000_003 + i)
+        model, make = _c6_model(model_name)
+        phi = make().to(dev)
+        with torch.no_grad():
+            phi.set_theta_(phi.random_parameters(gen))
+        train = _c6_tuples(model, n, k, gen, dev)
+        fit(phi, train, tau, steps=steps, lr=phi.radius / 25, seed=int(seed) + i)
+        test = _c6_tuples(model, n_test, k, gen, dev)
+        with torch.no_grad():
+            train_loss = loss_per_tuple(phi, *train, tau)
+            test_loss = loss_per_tuple(phi, *test, tau)
+            x, _, db = test
+            a, e_db = phi(x), phi(db)
+            h = search_cross_entropy(torch.einsum("bd,bkd->bk", a, e_db), _log_m(model, x, db), tau) - math.log(k)
+            L = [phi.lipschitz(t).cpu().numpy() for t in test]
+            theta_hat = phi.theta.detach().clone()
+            phi.set_theta_(phi.center)
+            excess = test_loss - loss_per_tuple(phi, *test, tau)
+            improvement = float((loss_per_tuple(phi, *train, tau) - train_loss).mean())
+            phi.set_theta_(theta_hat)
+        lam = loss_lipschitz_constant(*L, tau, kind="average")
+        r_bound = rademacher_covering_bound(float(np.sqrt(np.mean(lam**2))), phi.radius, phi.n_params, n)
+        c_search = vmf_search_constant(model.dim, model.kappa, tau) if model_name == "vmf" else None
+        train_risk = float(train_loss.mean())
+        terms = theorem1_terms(train_risk=train_risk, k=k, n=n, tau=tau, delta=delta, rademacher=r_bound,
+                               search_constant=c_search)
+        rows.append({**cell, "train_risk": train_risk, "test_risk": float(test_loss.mean()),
+                     "test_se": float(test_loss.std() / math.sqrt(n_test)), "search_ce": float(h.mean()),
+                     "search_se": float(h.std() / math.sqrt(n_test)), "gap": float(test_loss.mean()) - train_risk,
+                     "excess": float(excess.mean()), "excess_se": float(excess.std() / math.sqrt(n_test)),
+                     "improvement": improvement, "gap_cv": float(excess.mean()) + improvement, **terms})
+    return pd.DataFrame(rows)
+
+
+def c6_ledger(ledger, grid: pd.DataFrame, delta: float) -> dict:
+    """Ledger: the bound holds on every cell (one-sided; the observed side is the upper end of a
+    95% interval for the search cross-entropy, or the test risk where the C2 term is absent)."""
+    out = {}
+    q = stats.norm.ppf(0.975)
+    for model_name, sub in grid.groupby("model"):
+        if model_name == "vmf":
+            observed = sub.search_ce + q * sub.search_se
+            what = "E H(M_k, Q_k) - log k"
+        else:
+            observed = sub.test_risk + q * sub.test_se - np.log(sub.k)
+            what = "L_k - log k"
+        slack = sub.bound - observed
+        worst = float(slack.min())
+        ledger.record(claim="C6", id=f"C6-bound-holds-{model_name}",
+                      quantity=f"smallest (bound - upper 95% end of {what}) over the grid",
+                      predicted=0.0, measured=worst, ci_low=worst, ci_high=worst, passed=worst >= 0.0,
+                      params={"model": model_name, "cells": len(sub), "delta": delta, "rule": "measured >= predicted"})
+        out[f"{model_name}_worst_slack"] = worst
+        out[f"{model_name}_cells"] = len(sub)
+        out[f"{model_name}_median_bound"] = float(sub.bound.median())
+        out[f"{model_name}_median_observed"] = float(observed.median())
+    return out
+
+
+def gap_summary(grid: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, n, k, tau): the mean over seeds of ``gap`` and ``gap_cv`` with standard errors,
+    and ``n * gap_cv`` (the constant of the 1/n law) with its standard error."""
+    g = grid.groupby(["model", "n", "k", "tau"])
+    out = g.agg(seeds=("seed", "count"), gap=("gap", "mean"), gap_sd=("gap", "std"), gap_cv=("gap_cv", "mean"),
+                gap_cv_sd=("gap_cv", "std"), train_risk=("train_risk", "mean"), test_risk=("test_risk", "mean"),
+                bound=("bound", "mean")).reset_index()
+    out["gap_se"] = out.gap_sd / np.sqrt(out.seeds)
+    out["gap_cv_se"] = out.gap_cv_sd / np.sqrt(out.seeds)
+    out["n_gap_cv"] = out.n * out.gap_cv
+    out["n_gap_cv_se"] = out.n * out.gap_cv_se
+    return out.drop(columns=["gap_sd", "gap_cv_sd"])
+
+
+def c7_ledger(ledger, summary: pd.DataFrame, tau_star: float, p_eff: int = 5) -> dict:
+    """Ledger (synthetic models): at ``tau = 1/kappa`` the standard InfoNCE is the conditional
+    log-likelihood of the positive's position and the vMF class contains the truth, so the expected
+    gap of ERM is ``p_eff / n + o(1/n)`` (Proposition ``c7-prop-aic``; ``p_eff = 5`` for
+    NormalisedLinear(3)). Records: ``n * E gap`` per (n, k) against ``p_eff`` (t-interval over
+    seeds); the log-log slope of ``E gap`` in n (predicted -1); its slope in k (predicted 0)."""
+    out = {}
+    star = summary[(summary.model == "vmf") & np.isclose(summary.tau, tau_star)]
+    for _, r in star.iterrows():
+        q = stats.t.ppf(0.975, max(int(r.seeds) - 1, 1))
+        ledger.record(claim="C7", id=f"C7-aic-n{int(r.n)}-k{int(r.k)}", quantity="n * E[generalisation gap] (vMF)",
+                      predicted=float(p_eff), measured=r.n_gap_cv, ci_low=r.n_gap_cv - q * r.n_gap_cv_se,
+                      ci_high=r.n_gap_cv + q * r.n_gap_cv_se,
+                      params={"n": int(r.n), "k": int(r.k), "tau": tau_star, "seeds": int(r.seeds)})
+    # slope in n (all k pooled by weighted fit on the per-(n, k) means)
+    pos = star[star.gap_cv > 0]
+    fit = fit_loglog_slope(pos.n, pos.gap_cv, pos.gap_cv_se)
+    ledger.record(claim="C7", id="C7-gap-slope-n", quantity="log-log slope of E[gap] against n (vMF, tau = 1/kappa)",
+                  predicted=-1.0, measured=fit["slope"], ci_low=fit["ci_low"], ci_high=fit["ci_high"],
+                  params={"ns": sorted(int(v) for v in pos.n.unique()), "ks": sorted(int(v) for v in pos.k.unique())})
+    out.update(n_slope=fit["slope"], n_slope_low=fit["ci_low"], n_slope_high=fit["ci_high"])
+    if star.k.nunique() >= 2:
+        X = np.log(star.k.to_numpy(float))
+        y = star.n_gap_cv.to_numpy(float)
+        w = 1 / star.n_gap_cv_se.to_numpy(float) ** 2
+        Xm = np.column_stack([np.ones_like(X), X])
+        cov = np.linalg.inv((Xm.T * w) @ Xm)
+        beta_hat = cov @ ((Xm.T * w) @ y)
+        se = math.sqrt(cov[1, 1])
+        q = stats.norm.ppf(0.975)
+        ledger.record(claim="C7", id="C7-gap-flat-in-k", quantity="slope of n * E[gap] against log k (vMF, tau = 1/kappa)",
+                      predicted=0.0, measured=float(beta_hat[1]), ci_low=float(beta_hat[1] - q * se),
+                      ci_high=float(beta_hat[1] + q * se), params={"ks": sorted(int(v) for v in star.k.unique())})
+        out.update(k_slope=float(beta_hat[1]), k_slope_low=float(beta_hat[1] - q * se),
+                   k_slope_high=float(beta_hat[1] + q * se))
+    return out

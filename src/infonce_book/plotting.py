@@ -249,3 +249,65 @@ def rademacher_sweeps(table, n_fit: dict | None = None):
     axes[0].legend(fontsize="small")
     fig.tight_layout()
     return fig
+
+
+def theorem1_terms_plot(grid):
+    """Stacked terms of Theorem 1 against n (one panel per model and k) with the observed side.
+
+    Args: table from :func:`infonce_book.generalisation.c6_grid`.
+    """
+    import pandas as pd
+
+    terms = ["empirical_risk", "complexity", "confidence", "search_bias"]
+    keys = grid[["model", "k"]].drop_duplicates().sort_values(["model", "k"]).values.tolist()
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.6 * len(keys), 3.4), squeeze=False)
+    for ax, (model, k) in zip(axes[0], keys):
+        sub = grid[(grid.model == model) & (grid.k == k)]
+        tau = sub.tau.min()
+        sub = sub[sub.tau == tau].groupby("n").mean(numeric_only=True).reset_index()
+        bottom = np.zeros(len(sub))
+        for i, term in enumerate(terms):
+            vals = sub[term].fillna(0.0).to_numpy()
+            ax.bar(np.arange(len(sub)), vals, bottom=bottom, color=f"C{i}", label=term.replace("_", " "))
+            bottom = bottom + vals
+        observed = sub.search_ce if model == "vmf" else sub.test_risk - np.log(sub.k)
+        ax.plot(np.arange(len(sub)), observed, "ko-", ms=4, label="observed")
+        ax.set_xticks(np.arange(len(sub)), [str(int(v)) for v in sub.n])
+        ax.set_xlabel("training tuples $n$")
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_title(f"{model}, k = {k}, tau = {tau:g}")
+    axes[0, 0].set_ylabel("nats")
+    axes[0, 0].legend(fontsize="x-small")
+    fig.tight_layout()
+    del pd
+    return fig
+
+
+def gap_vs_n(summary, tau_star: float, p_eff: float = 5.0):
+    """The generalisation gap of ERM against n (vMF model), with the p_eff/n prediction.
+
+    Args: table from :func:`infonce_book.generalisation.gap_summary`.
+    """
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    vmf = summary[summary.model == "vmf"]
+    for i, ((tau, k), sub) in enumerate(vmf.groupby(["tau", "k"])):
+        sub = sub.sort_values("n")
+        label = f"tau = {tau:g}, k = {k}"
+        ax1.errorbar(sub.n, sub.gap_cv, yerr=1.96 * sub.gap_cv_se, fmt="o-", color=f"C{i}", ms=4, capsize=3,
+                     label=label)
+        ax2.errorbar(sub.n, sub.n_gap_cv, yerr=1.96 * sub.n_gap_cv_se, fmt="o-", color=f"C{i}", ms=4, capsize=3,
+                     label=label)
+    ns = np.array([vmf.n.min(), vmf.n.max()], dtype=float)
+    ax1.plot(ns, p_eff / ns, "k--", label=f"{p_eff:g}/n (prediction at tau = {tau_star:g})")
+    ax1.plot(ns, p_eff / ns[0] * np.sqrt(ns[0] / ns), "k:", label=r"slope $-1/2$ (reference)")
+    ax1.set_xscale("log")
+    ax1.set_yscale("log")
+    ax1.set_xlabel("training tuples $n$")
+    ax1.set_ylabel("E[gap] (nats)")
+    ax1.legend(fontsize="x-small")
+    ax2.axhline(p_eff, color="k", ls="--")
+    ax2.set_xscale("log")
+    ax2.set_xlabel("training tuples $n$")
+    ax2.set_ylabel(r"$n \times$ E[gap]")
+    fig.tight_layout()
+    return fig

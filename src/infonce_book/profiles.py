@@ -62,6 +62,16 @@ _SIZES = {
                  "rad_ks": [1, 4, 16, 64, 256, 1024], "rad_dims": [2, 3, 4, 6, 8, 12], "rad_n": 512,
                  "rad_k": 16, "rad_sigma": 24, "rad_steps": 60, "rad_starts": 2},
     },
+    "c6_generalisation": {
+        "smoke": {"ns": [128, 256, 512], "ks": [4], "seeds": 3, "extra_taus": [], "gaussian_ns": [128],
+                  "gaussian_ks": [4], "gaussian_seeds": 1, "steps": 200, "n_test": 5000},
+        "standard": {"ns": [128, 512, 2048], "ks": [4, 16], "seeds": 6, "extra_taus": [1.0],
+                     "gaussian_ns": [128, 1024], "gaussian_ks": [4, 16], "gaussian_seeds": 2, "steps": 300,
+                     "n_test": 20000},
+        "full": {"ns": [128, 512, 2048, 8192], "ks": [4, 16, 64], "seeds": 16, "extra_taus": [1.0, 0.25],
+                 "gaussian_ns": [128, 1024, 8192], "gaussian_ks": [4, 16, 64], "gaussian_seeds": 4, "steps": 400,
+                 "n_test": 100000},
+    },
 }
 
 

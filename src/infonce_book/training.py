@@ -5,6 +5,8 @@
   of the population risk ``L_k(tau)``).
 * :func:`fit_linear_embedding`: learn ``phi(x) = normalize(A x)`` on a fixed training set of n
   tuples (empirical risk), for a given tau; returns the embedding and a history table.
+* :func:`fit`: ERM of InfoNCE for any embedding class of :mod:`infonce_book.embeddings` (or any
+  module into the unit ball), on a fixed training set or on fresh tuples from a sampler.
 
 Progress bars show in a terminal only (see :mod:`infonce_book.progress`).
 """
@@ -16,9 +18,10 @@ import math
 import pandas as pd
 import torch
 
-from ._validation import check_k, check_tau
+from ._validation import check_choice, check_k, check_tau
 from .device import resolve_device
-from .losses import info_nce
+from .embeddings import loss_per_tuple
+from .losses import VARIANTS, info_nce
 from .progress import progress
 
 
@@ -85,3 +88,80 @@ def fit_linear_embedding(model, tau: float, *, n_train: int, k: int, steps: int 
         test = info_nce(phi(tx), phi(txp), phi(tneg), tau, reduction="none")
     return {"A": A.detach(), "train_risk": train, "test_risk": float(test.mean()),
             "test_se": float(test.std() / math.sqrt(n_test)), "history": pd.DataFrame(hist)}
+
+
+class FitResult:
+    """What :func:`fit` returns: the trained ``embedding`` (the module, trained in place) and its
+    ``history`` (a DataFrame with columns ``step, loss``; ``loss`` in nats)."""
+
+    def __init__(self, embedding, history: pd.DataFrame):
+        self.embedding, self.history = embedding, history
+
+    def __repr__(self) -> str:
+        last = float(self.history["loss"].iloc[-1]) if len(self.history) else float("nan")
+        return f"FitResult({self.embedding!r}, steps={len(self.history)}, final loss={last:.4f})"
+
+
+def fit(embedding, data, tau, *, steps: int = 300, lr: float = 0.01, batch_size: int | None = None,
+        seed: int = 0, variant: str = "standard", desc: str | None = None) -> FitResult:
+    """Empirical risk minimisation of InfoNCE over an embedding class (book, chapters C6 and C7).
+
+    Args:
+        embedding: a ``torch.nn.Module`` mapping ``(..., p)`` inputs to ``(..., d)`` vectors of
+            norm <= 1 (e.g. a class of :mod:`infonce_book.embeddings`); trained in place on the
+            device of its parameters. If it has ``project_()``, the parameters are projected back
+            onto its parameter set after every step (projected gradient descent).
+        data: either a tuple ``(x, x_pos, x_neg)`` of tensors with shapes (n, p), (n, p),
+            (n, k, p) -- a fixed training set, whose empirical risk ``L_hat_{n,k}`` is minimised
+            (full batch if ``batch_size`` is None, else minibatches drawn with replacement) -- or
+            a callable ``sampler(batch_size, generator) -> (x, x_pos, x_neg)`` that draws fresh
+            tuples every step (then ``batch_size`` is required).
+        tau: temperature > 0. steps: Adam steps >= 1. lr: learning rate > 0. seed: seeds the
+            minibatches and the sampler. variant: "standard" or "decoupled".
+        desc: label of the progress bar (shown in a terminal only).
+    Returns:
+        :class:`FitResult`.
+    Raises:
+        ValueError: bad shapes, tau, steps, lr, batch_size, variant.
+    """
+    tau = check_tau(tau)
+    steps = check_k(steps, "steps")
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
+        raise ValueError(f"lr must be a finite number > 0, got lr={lr!r}")
+    check_choice(variant, "variant", VARIANTS)
+    params = [p for p in embedding.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("embedding has no trainable parameters")
+    dev = params[0].device
+    gen = torch.Generator(device=dev).manual_seed(int(seed))
+    fixed = not callable(data)
+    if fixed:
+        x, xp, xn = data
+        if x.dim() != 2 or xp.shape != x.shape or xn.dim() != 3 or xn.shape[0] != x.shape[0]:
+            raise ValueError(f"data must be (x (n, p), x_pos (n, p), x_neg (n, k, p)); got {tuple(x.shape)}, "
+                             f"{tuple(xp.shape)}, {tuple(xn.shape)}")
+        n = x.shape[0]
+        if batch_size is not None:
+            batch_size = check_k(batch_size, "batch_size")
+    else:
+        if batch_size is None:
+            raise ValueError("batch_size is required when data is a sampler")
+        batch_size = check_k(batch_size, "batch_size")
+    opt = torch.optim.Adam(params, lr=lr)
+    hist = []
+    for step in progress(range(steps), desc=desc or "fit"):
+        if not fixed:
+            batch = data(batch_size, gen)
+        elif batch_size is None:
+            batch = (x, xp, xn)
+        else:
+            idx = torch.randint(0, n, (batch_size,), generator=gen, device=dev)
+            batch = (x[idx], xp[idx], xn[idx])
+        loss = loss_per_tuple(embedding, *batch, tau, variant=variant).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if hasattr(embedding, "project_"):
+            embedding.project_()
+        hist.append({"step": step, "loss": float(loss.detach())})
+    return FitResult(embedding, pd.DataFrame(hist))
