@@ -14,12 +14,14 @@ TORCH ?= cpu
 TORCH_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: book test smoke install clean help
+.PHONY: book test smoke chapter install browser-deps clean help
 
 help:
 	@echo "make book   - execute every chapter (profile=$(PROFILE)) and build _build/html"
 	@echo "make test   - run the whole test suite (includes a smoke build of the book)"
 	@echo "make smoke  - build the book at the smoke profile (minutes on 2 cores)"
+	@echo "make chapter CHAPTER=c1_rate - execute one chapter (profile=$(PROFILE), device=$(DEVICE), seed=$(SEED))"
+	@echo "make browser-deps - install Debian's chromium for tests/test_browser.py (needs root and apt-get)"
 	@echo "make clean  - remove _build"
 
 $(BIN)/python:
@@ -45,6 +47,19 @@ book: $(VENV)/.installed
 
 smoke: $(VENV)/.installed
 	$(BIN)/infonce-book build --profile smoke --device $(DEVICE) --seed $(SEED)
+
+chapter: $(VENV)/.installed
+	@test -n "$(CHAPTER)" || { echo "usage: make chapter CHAPTER=<name> [PROFILE=standard DEVICE=auto SEED=0]; chapters:"; $(BIN)/infonce-book chapters; exit 2; }
+	$(BIN)/infonce-book run $(CHAPTER) --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
+
+# The browser test (tests/test_browser.py) drives Debian's chromium with Playwright; it is
+# skipped, saying why, when no chromium is found. This installs it where apt-get can.
+browser-deps:
+	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    || echo "warning: could not install chromium; tests/test_browser.py will be skipped"; \
+	else echo "warning: chromium not found and apt-get unavailable (or not root); tests/test_browser.py will be skipped"; fi
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest

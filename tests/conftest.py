@@ -1,7 +1,13 @@
 import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # Tests never show progress bars and never write into the repository's _build by accident.
 os.environ.setdefault("INFONCE_BOOK_NO_PROGRESS", "1")
@@ -21,3 +27,31 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+@dataclass
+class SmokeBook:
+    build: Path  # the build folder: html/, notebooks/, ledger/, site/, timings.json
+    env: dict  # the environment the build ran with (for further CLI calls)
+
+    @property
+    def html(self) -> Path:
+        return self.build / "html"
+
+
+@pytest.fixture(scope="session")
+def smoke_book(tmp_path_factory) -> SmokeBook:
+    """The whole book, executed by papermill at the smoke profile and built with ``-n -W``, once per
+    test session (every test marked ``book`` shares it instead of building again)."""
+    env = {**os.environ, "INFONCE_BOOK_ROOT": str(ROOT), "INFONCE_BOOK_NO_PROGRESS": "1"}
+    env.pop("INFONCE_BOOK_LEDGER_DIR", None)
+    env.pop("INFONCE_BOOK_CACHE_DIR", None)
+    reuse = os.environ.get("INFONCE_BOOK_TEST_REUSE_BUILD")
+    if reuse:  # an aid while iterating on these tests: an existing smoke build folder, not rebuilt
+        return SmokeBook(build=Path(reuse).resolve(), env=env)
+    build = tmp_path_factory.mktemp("smoke-book") / "_build"
+    proc = subprocess.run([sys.executable, "-m", "infonce_book.cli", "build", "--profile", "smoke", "--device",
+                           "cpu", "--build-dir", str(build)], env=env, capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        pytest.fail(f"the smoke build of the book failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return SmokeBook(build=build, env=env)

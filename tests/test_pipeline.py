@@ -132,16 +132,9 @@ def test_cli_cuda_without_a_gpu(capsys, monkeypatch):
 
 
 @pytest.mark.book
-def test_whole_book_builds_at_the_smoke_profile_with_passing_ledger(tmp_path):
+def test_whole_book_builds_at_the_smoke_profile_with_passing_ledger(smoke_book, tmp_path):
     """Every chapter executed by papermill at the smoke profile, the book built with -W."""
-    build = tmp_path / "_build"
-    env = {**os.environ, "INFONCE_BOOK_ROOT": str(ROOT)}
-    env.pop("INFONCE_BOOK_LEDGER_DIR", None)
-    env.pop("INFONCE_BOOK_CACHE_DIR", None)
-    proc = subprocess.run(CLI + ["build", "--profile", "smoke", "--device", "cpu", "--build-dir", str(build)],
-                          env=env, capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    html = build / "html"
+    build, env, html = smoke_book.build, smoke_book.env, smoke_book.html
     assert (html / "index.html").is_file()
     page = (html / "book" / "c1_rate.html").read_text()
     assert page.count("<img") >= 5  # the five glued figures

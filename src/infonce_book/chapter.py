@@ -23,9 +23,9 @@ from .paths import project_root
 from .profiles import check_profile, sizes
 
 
-def git_commit() -> str:
+def git_commit(root=None) -> str:
     """The project's git commit (with ``+dirty`` if the work tree has changes), or ``unknown``."""
-    root = project_root()
+    root = root or project_root()
     try:
         sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=10, check=True).stdout.strip()

@@ -102,13 +102,15 @@ def load_records(directory: Path | None = None) -> list[dict]:
     return out
 
 
+def verdict(record: dict) -> str:
+    """``pass`` or ``FAIL``, with ``*`` for a one-sided claim (its ``params.rule`` says so)."""
+    one_sided = "one-sided" in str(record.get("params", {}).get("rule", ""))
+    return ("pass" if record["passed"] else "FAIL") + ("*" if one_sided else "")
+
+
 def format_table(records: list[dict]) -> str:
     """Records as a plain-text table for people."""
     from tabulate import tabulate
-
-    def verdict(r):
-        one_sided = "one-sided" in str(r.get("params", {}).get("rule", ""))
-        return ("pass" if r["passed"] else "FAIL") + ("*" if one_sided else "")
 
     rows = [[r["chapter"], r["id"], r["quantity"], f"{r['predicted']:.6g}", f"{r['measured']:.6g}",
              f"[{r['ci_low']:.6g}, {r['ci_high']:.6g}]", verdict(r),

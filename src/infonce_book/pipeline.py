@@ -8,6 +8,10 @@
   ``src/`` are unchanged since its last successful run), assembles the Jupyter Book source with
   the executed notebooks in place of the ``.md`` chapters, and runs ``jupyter-book build`` with
   execution off and ``-n -W --keep-going``, into ``<build>/html``.
+* While assembling, it adds what no chapter has to write (see :func:`_assemble_site`): a "Rerun
+  this chapter" box on every chapter page, the generated "How to cite" entries and
+  reproducibility appendix (:mod:`infonce_book.citation`, :mod:`infonce_book.reproducibility`),
+  and the book's version and commit in the footer.
 
 Why our own skip logic: jupyter-cache keys ignore imported code (jupyter-book #1633).
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -207,6 +212,11 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
     return RunResult(stem, "ran", seconds, out_nb)
 
 
+def html_dir(build_dir: Path) -> Path:
+    """Where :func:`build` puts the rendered book (``<build>/html``; the Pages workflow uploads it)."""
+    return Path(build_dir) / "html"
+
+
 def _record_timing(build_dir: Path, stem: str, profile: str, seconds: float) -> None:
     path = build_dir / "timings.json"
     data = json.loads(path.read_text()) if path.is_file() else {}
@@ -214,8 +224,74 @@ def _record_timing(build_dir: Path, stem: str, profile: str, seconds: float) -> 
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True))
 
 
-def _assemble_site(root: Path, build_dir: Path) -> Path:
-    """Copy the book's sources to ``<build>/site`` with executed notebooks for the chapters."""
+MARKER = re.compile(r"^<!-- infonce-book: ([a-z-]+) -->[ \t]*$", flags=re.M)
+
+
+def _insert_after_title(nb, text: str, tag: str) -> None:
+    """Insert a markdown cell after the first markdown cell holding a ``# `` title (else first)."""
+    import nbformat
+
+    cell = nbformat.v4.new_markdown_cell(text, metadata={"tags": [tag]})
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "markdown" and any(line.startswith("# ") for line in c.source.splitlines()):
+            nb.cells.insert(i + 1, cell)
+            return
+    nb.cells.insert(0, cell)
+
+
+def _fill_markers(site: Path, generators: dict) -> list[Path]:
+    """Replace every ``<!-- infonce-book: NAME -->`` line of the site's pages by ``generators[NAME]()``."""
+    filled = []
+    for page in sorted((site / "book").rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        names = MARKER.findall(text)
+        if not names:
+            continue
+        unknown = sorted(set(names) - set(generators))
+        if unknown:
+            raise ValueError(f"{page.relative_to(site)}: unknown generated section(s) {unknown}; "
+                             f"known: {sorted(generators)}")
+        generated = {name: generators[name]() for name in set(names)}
+        text = MARKER.sub(lambda m, g=generated: g[m.group(1)], text)
+        page.write_text(text, encoding="utf-8")
+        filled.append(page)
+    return filled
+
+
+def _inject_config(site: Path, commit: str) -> None:
+    """Put the book's version (from the package) and commit into the footer of every page."""
+    from .citation import footer_html
+
+    path = site / "_config.yml"
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    html = config.setdefault("html", {})
+    extra = html.get("extra_footer", "")
+    html["extra_footer"] = footer_html(str(config.get("title", "")), commit) + (extra or "")
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def _assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", device: str = "auto",
+                   seed: int = 0) -> Path:
+    """Copy the book's sources to ``<build>/site`` with executed notebooks for the chapters.
+
+    The assembled site also gets what readers need and no chapter has to write: a "Rerun this
+    chapter" box after each executed chapter's title cell (with the chapter's jupytext source
+    for download under ``book/_md/``), the generated sections of the back matter (the
+    ``<!-- infonce-book: NAME -->`` markers: ``bibtex``, ``reproducibility``), the benchmark
+    results of ``benchmarks/results/``, and the book's version and commit in the page footer.
+    """
+    import nbformat
+
+    from . import __version__
+    from .chapter import git_commit
+    from .citation import cite_markdown
+    from .reproducibility import (
+        appendix_markdown,
+        load_run_info,
+        load_timings,
+        rerun_box,
+    )
+
     site = build_dir / "site"
     if site.exists():
         for p in site.iterdir():
@@ -227,10 +303,27 @@ def _assemble_site(root: Path, build_dir: Path) -> Path:
     exec_chapters = chapters(root)
     shutil.copytree(root / "book", site / "book", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    commit = git_commit(root)
+    timings = load_timings(build_dir)
     for stem, src in exec_chapters.items():
         rel = src.relative_to(root)
         (site / rel).unlink()
-        shutil.copy2(build_dir / "notebooks" / f"{stem}.ipynb", (site / rel).with_suffix(".ipynb"))
+        md_copy = site / rel.parent / "_md" / rel.name
+        md_copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, md_copy)
+        nb = nbformat.read(build_dir / "notebooks" / f"{stem}.ipynb", as_version=4)
+        _insert_after_title(nb, rerun_box(stem, src, load_run_info(build_dir, stem), timings,
+                                          f"_md/{rel.name}", __version__, commit), tag="rerun-box")
+        nbformat.write(nb, (site / rel).with_suffix(".ipynb"))
+    results = root / "benchmarks" / "results"
+    if results.is_dir():
+        shutil.copytree(results, site / "benchmarks" / "results", dirs_exist_ok=True)
+    _fill_markers(site, {
+        "bibtex": lambda: cite_markdown(root, commit),
+        "reproducibility": lambda: appendix_markdown(root, build_dir, exec_chapters, profile=profile,
+                                                     device=device, seed=seed, commit=commit),
+    })
+    _inject_config(site, commit)
     return site
 
 
@@ -252,7 +345,7 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
     for stem in tqdm(names, desc="chapters", unit="chapter", disable=not sys.stderr.isatty()):
         results.append(run_chapter(stem, profile=profile, device=device, seed=seed, build_dir=build_dir,
                                    force=force, root=root, log=log))
-    site = _assemble_site(root, build_dir)
+    site = _assemble_site(root, build_dir, profile=profile, device=device, seed=seed)
     log("[book] jupyter-book build (execution off, -n -W --keep-going)")
     jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or shutil.which("jupyter-book")
     cmd = [jb or "jupyter-book", "build", str(site), "--builder", "html", "-n", "-W", "--keep-going"]
@@ -262,7 +355,7 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-40:])
         raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}); see "
                            f"{build_dir / 'jupyter-book.log'}\n{tail}")
-    html = build_dir / "html"
+    html = html_dir(build_dir)
     tmp_html = build_dir / "html.new"
     shutil.rmtree(tmp_html, ignore_errors=True)
     shutil.copytree(site / "_build" / "html", tmp_html)
