@@ -225,3 +225,33 @@ def loss_per_tuple(phi, x: torch.Tensor, x_pos: torch.Tensor, x_neg: torch.Tenso
     s_pos = (a * p).sum(-1)
     s_neg = torch.einsum("nd,nkd->nk", a, ng)
     return info_nce_from_similarities(s_pos, s_neg, tau, variant=variant, reduction="none")
+
+
+class SphereMLP(torch.nn.Module):
+    """``phi(x) = normalize(W2 relu(W1 x + b1) + b2)``: a small MLP onto the sphere ``S^{dim_out - 1}``
+    (used for real data; no parameter set or Lipschitz constant: it is trained, not analysed).
+
+    Args: dim_in, hidden, dim_out: sizes >= 1 (dim_out >= 2). seed: initialisation.
+    """
+
+    def __init__(self, dim_in: int, hidden: int, dim_out: int, *, seed: int = 0, dtype=torch.float32):
+        super().__init__()
+        dim_in, hidden, dim_out = check_k(dim_in, "dim_in"), check_k(hidden, "hidden"), check_k(dim_out, "dim_out")
+        if dim_out < 2:
+            raise ValueError(f"dim_out must be >= 2 (a sphere S^(dim_out-1)), got dim_out={dim_out}")
+        gen = torch.Generator().manual_seed(int(seed))
+        self.input_dim = dim_in
+        self.l1 = torch.nn.Linear(dim_in, hidden, dtype=dtype)
+        self.l2 = torch.nn.Linear(hidden, dim_out, dtype=dtype)
+        with torch.no_grad():
+            for layer in (self.l1, self.l2):
+                bound = 1.0 / math.sqrt(layer.in_features)
+                layer.weight.copy_(torch.empty_like(layer.weight).uniform_(-bound, bound, generator=gen))
+                layer.bias.copy_(torch.empty_like(layer.bias).uniform_(-bound, bound, generator=gen))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_float_tensor(x, "x")
+        if x.shape[-1] != self.input_dim:
+            raise ValueError(f"x must have shape (..., {self.input_dim}), got {tuple(x.shape)}")
+        x = x.to(self.l1.weight.dtype)
+        return torch.nn.functional.normalize(self.l2(torch.relu(self.l1(x))), dim=-1)

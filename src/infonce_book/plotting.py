@@ -311,3 +311,37 @@ def gap_vs_n(summary, tau_star: float, p_eff: float = 5.0):
     ax2.set_ylabel(r"$n \times$ E[gap]")
     fig.tight_layout()
     return fig
+
+
+def digits_trends(table):
+    """Test InfoNCE, generalisation gap and top-1 retrieval against the training k, per tau
+    (means over seeds with 95% t-intervals). Args: table from ``c7_digits``."""
+    from scipy import stats as _st
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    for i, (tau, sub) in enumerate(table.groupby("tau")):
+        g = sub.groupby("k")
+        for ax, col in zip(axes, ["test_risk", "gap", "top1"]):
+            m, s, c = g[col].mean(), g[col].std(), g[col].count()
+            half = _st.t.ppf(0.975, np.maximum(c - 1, 1)) * s / np.sqrt(c)
+            ax.errorbar(m.index, m.values, yerr=half.values, fmt="o-", color=f"C{i}", ms=4, capsize=3,
+                        label=f"tau = {tau:g}")
+    axes[2].axhline(float(table.chance.iloc[0]), color="k", ls=":", label="chance")
+    for ax, lab in zip(axes, ["test InfoNCE (nats)", "gap: test - train (nats)", "top-1 retrieval (held-out)"]):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("training negatives $k$")
+        ax.set_ylabel(lab)
+    axes[1].axhline(0.0, color="k", lw=0.8)
+    axes[2].legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def digits_view(view):
+    """Scatter of the 2-D PCA view of held-out digits' embeddings, coloured by class."""
+    fig, ax = plt.subplots(figsize=(5.2, 4.4))
+    sns.scatterplot(data=view, x="pc1", y="pc2", hue="label", palette="tab10", s=12, ax=ax, legend="full")
+    ax.legend(title="digit", fontsize="x-small", ncol=2, loc="best")
+    ax.set_xlabel("first principal component")
+    ax.set_ylabel("second principal component")
+    return fig
