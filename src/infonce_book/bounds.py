@@ -280,7 +280,7 @@ def search_bias_constant(tau, *, sd_m: float, second_moment_m: float, m_min: flo
     """Uniform constant ``C`` with ``|E H(M_k, Q_k) - L_k| <= C / k`` for every embedding into the
     sphere (book, Corollary ``c6-cor-search-constant``, from Theorem ``c2-thm-search``):
 
-    ``C(tau) = 2 beta sd_pi(m) sqrt(E_pi m^2) / m_min + e^{2 beta}``,
+    ``C_H(tau) = 2 beta sd_pi(m) sqrt(E_pi m^2) / m_min + e^{2 beta}``,
 
     where ``m = dM(x, .)/dpi`` (here assumed to have the same law under pi for every x, as in the
     vMF model), ``sd_m`` its standard deviation under pi, ``second_moment_m = E_pi m^2`` and

@@ -410,7 +410,7 @@ def c5_rademacher_ledger(ledger, table: pd.DataFrame, tau: float) -> dict:
 
 
 def vmf_search_constant(dim: int, kappa: float, tau: float) -> float:
-    """``C(tau)`` of Corollary ``c6-cor-search-constant`` for the vMF model: ``m = e^{kappa s}/Z(kappa)``
+    """``C_H(tau)`` of Corollary ``c6-cor-search-constant`` for the vMF model: ``m = e^{kappa s}/Z(kappa)``
     has ``m_min = e^{-kappa}/Z(kappa)``, ``E_pi m^2 = Z(2 kappa)/Z(kappa)^2`` under every x."""
     from .bounds import search_bias_constant
 
