@@ -187,8 +187,12 @@ class _LogSumExpState:
         self.m = None
         self.acc = None
 
-    def add(self, z: torch.Tensor, offset: torch.Tensor | None = None) -> None:
-        """Take in the chunk of centred logits ``z - offset`` (``offset``: (B,) or None)."""
+    def add(self, z: torch.Tensor, offset: torch.Tensor | None = None):
+        """Take in the chunk of centred logits ``z - offset`` (``offset``: (B,) or None).
+
+        Returns ``(w, alpha)``: ``w`` is ``z`` overwritten by ``e^{z_j - offset - m}`` with the
+        new shift ``m``, and ``alpha = e^{m_old - m}`` (None for the first chunk) rescales any
+        sum the caller keeps over earlier chunks."""
         chunk_max = z.amax(dim=-1)
         if offset is not None:
             chunk_max = chunk_max - offset
@@ -196,12 +200,16 @@ class _LogSumExpState:
             chunk_max.clamp_min_(0.0)
         new_m = chunk_max if self.m is None else torch.maximum(self.m, chunk_max)
         shift = new_m if offset is None else new_m + offset
-        term = z.sub_(shift.unsqueeze(-1)).exp_().sum(dim=-1)
+        w = z.sub_(shift.unsqueeze(-1)).exp_()
+        term = w.sum(dim=-1)
+        alpha = None
         if self.acc is None:
             self.acc = term
         else:
-            self.acc.mul_(torch.exp(self.m - new_m)).add_(term)
+            alpha = torch.exp(self.m - new_m)
+            self.acc.mul_(alpha).add_(term)
         self.m = new_m
+        return w, alpha
 
     def finish(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(m, r)`` with ``lse = m + r``: the shift ``m`` (0 or a logit) and
@@ -291,33 +299,44 @@ def _buffer(a, bounds):
 class _InfoNCEFromEmbeddings(torch.autograd.Function):
     """Per-row ``lse = log(c + sum_j e^{z_j})`` with ``z_j = <beta a, n_j> - <beta a, p>``.
 
-    Saves the embeddings (the inputs) and ``lse`` only. The backward pass recomputes each chunk
-    of weights ``p_ij = e^{z_ij - lse_i}`` and applies them with two matrix multiplies:
-    ``grad a_i = g_i beta (sum_j p_ij n_j - (sum_j p_ij) p_i)``, ``grad p_i = -g_i beta
-    (sum_j p_ij) a_i``, ``grad n_j = sum_i g_i beta p_ij a_i`` (shared) or ``g_i beta p_ij a_i``
-    (per anchor), ``grad tau = -(1/tau) sum_i g_i sum_j p_ij z_ij`` with
-    ``sum_j p_ij z_ij = <beta a_i, sum_j p_ij n_j> - (sum_j p_ij) <beta a_i, p_i>``.
+    The gradients, with weights ``p_ij = e^{z_ij - lse_i}`` and ``P_i = sum_j p_ij n_j``:
+    ``grad a_i = g_i beta (P_i - (sum_j p_ij) p_i)``, ``grad p_i = -g_i beta (sum_j p_ij) a_i``,
+    ``grad tau = -(1/tau) sum_i g_i (<beta a_i, P_i> - (sum_j p_ij) <beta a_i, p_i>)``, and
+    ``grad n_j = sum_i g_i beta p_ij a_i`` (shared) or ``g_i beta p_ij a_i`` (per anchor).
+
+    Saved for the backward pass: the inputs, ``lse = m + r`` as two (B,) tensors and, when the
+    anchor, the positive or ``tau`` needs a gradient, ``P`` (B, d), accumulated in the forward pass
+    with the running shift (as the output of an online softmax). The negatives' gradient needs the
+    final ``lse`` in every weight, so the backward pass recomputes the weights chunk by chunk for
+    it. No ``B x k`` tensor is saved.
     """
 
     @staticmethod
-    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, include_positive, bounds, dtype):
+    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, include_positive, bounds, dtype, want_pn):
         shared = negatives.dim() == 2
         a_beta = anchor.to(dtype) * (1.0 / tau)
         s_pos_beta = (a_beta * positive.to(dtype)).sum(dim=-1)
         state = _LogSumExpState(include_positive)
         buffer = _buffer(a_beta, bounds)
+        pn = None
         for lo, hi in bounds:
             n = _chunk(negatives, lo, hi, shared, dtype)
-            state.add(_scaled_similarities(buffer, a_beta, n, shared), offset=s_pos_beta)
+            w, alpha = state.add(_scaled_similarities(buffer, a_beta, n, shared), offset=s_pos_beta)
+            if want_pn:  # sum_j e^{z_ij - m_i} n_j under the running shift m
+                if pn is None:
+                    pn = _weighted_sum(w, n, shared)
+                else:
+                    pn.mul_(alpha.unsqueeze(-1)).add_(_weighted_sum(w, n, shared))
         m, r = state.finish()
-        ctx.save_for_backward(anchor, positive, negatives, m, r)
+        if want_pn:
+            pn.mul_(torch.exp(-r).unsqueeze(-1))  # now sum_j p_ij n_j
+        ctx.save_for_backward(anchor, positive, negatives, m, r, pn)
         ctx.tau, ctx.include_positive, ctx.bounds, ctx.dtype = tau, include_positive, bounds, dtype
         return m + r
 
     @staticmethod
     def backward(ctx, grad):
-        anchor, positive, negatives, m, r = ctx.saved_tensors
-        lse = m + r
+        anchor, positive, negatives, m, r, pn = ctx.saved_tensors
         need_a, need_p, need_n, need_tau = ctx.needs_input_grad[:4]
         tau, dtype = ctx.tau, ctx.dtype
         shared = negatives.dim() == 2
@@ -327,36 +346,23 @@ class _InfoNCEFromEmbeddings(torch.autograd.Function):
         s_pos_beta = (a_beta * p).sum(dim=-1)
         g = grad.to(dtype)
         g_beta = g / tau
-        sum_w = _sum_of_weights(lse, ctx.include_positive)
-        want_pn = need_a or need_tau
-        # The weights are p_ij = e^{-r_i} w_ij with w_ij = e^{z_ij - m_i} (at most about 1); the
-        # row factor e^{-r_i} is applied to the (B, d) results, not to every weight.
-        scale = torch.exp(-r)
-        pn = torch.zeros_like(a) if want_pn else None  # sum_j w_ij n_j, then sum_j p_ij n_j, (B, d)
-        grad_n = torch.empty_like(negatives) if need_n else None
-        ga = a * (g_beta * scale).unsqueeze(-1) if need_n else None
-        if want_pn or need_n:
+        sum_w = _sum_of_weights(m + r, ctx.include_positive)
+        grad_a = grad_p = grad_n = grad_tau = None
+        if need_n:
+            # p_ij = e^{-r_i} w_ij with w_ij = e^{z_ij - m_i}: the row factor goes into ga.
+            grad_n = torch.empty_like(negatives)
+            ga = a * (g_beta * torch.exp(-r)).unsqueeze(-1)
             shift = (s_pos_beta + m).unsqueeze(-1)
             buffer = _buffer(a_beta, ctx.bounds)
             for lo, hi in ctx.bounds:
                 n = _chunk(negatives, lo, hi, shared, dtype)
                 w = _scaled_similarities(buffer, a_beta, n, shared).sub_(shift).exp_()  # w_ij, (B, c)
-                if shared:
-                    if want_pn:
-                        pn.addmm_(w, n)
-                    if need_n:
-                        if grad_n.dtype == dtype:
-                            torch.mm(w.T, ga, out=grad_n[lo:hi])
-                        else:
-                            grad_n[lo:hi] = w.T @ ga
+                if shared and grad_n.dtype == dtype:
+                    torch.mm(w.T, ga, out=grad_n[lo:hi])
+                elif shared:
+                    grad_n[lo:hi] = w.T @ ga
                 else:
-                    if want_pn:
-                        pn += torch.bmm(w.unsqueeze(1), n).squeeze(1)
-                    if need_n:
-                        grad_n[:, lo:hi] = w.unsqueeze(-1) * ga.unsqueeze(1)
-        if want_pn:
-            pn.mul_(scale.unsqueeze(-1))
-        grad_a = grad_p = grad_tau = None
+                    grad_n[:, lo:hi] = w.unsqueeze(-1) * ga.unsqueeze(1)
         if need_a:
             grad_a = g_beta.unsqueeze(-1) * (pn - sum_w.unsqueeze(-1) * p)
         if need_p:
@@ -365,7 +371,14 @@ class _InfoNCEFromEmbeddings(torch.autograd.Function):
             pz = (a_beta * pn).sum(dim=-1) - sum_w * s_pos_beta
             grad_tau = (-(g * pz).sum() / tau).reshape(())
         return (_grad_like(grad_a, anchor), _grad_like(grad_p, positive), grad_n, grad_tau,
-                None, None, None, None)
+                None, None, None, None, None)
+
+
+def _weighted_sum(w, n, shared):
+    """``sum_j w_ij n_j``: (B, c) weights times a chunk of negatives, (B, d)."""
+    if shared:
+        return w @ n
+    return torch.bmm(w.unsqueeze(1), n).squeeze(1)
 
 
 def _split_tau(tau):
@@ -499,6 +512,9 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
         dtype = torch.promote_types(dtype, torch.float32)
     else:
         dtype = accumulate
+    # The weighted sum of negatives that the anchor's (and tau's) gradient needs is accumulated in
+    # the forward pass, when a backward pass through them can follow.
+    want_pn = torch.is_grad_enabled() and (anchor.requires_grad or tau_tensor is not None)
     lse = _InfoNCEFromEmbeddings.apply(anchor, positive, negatives, tau_tensor, tau_value,
-                                       variant == "standard", _chunk_bounds(k, chunk_size), dtype)
+                                       variant == "standard", _chunk_bounds(k, chunk_size), dtype, want_pn)
     return _reduce(lse, reduction)
