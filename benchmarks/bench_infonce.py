@@ -1,40 +1,52 @@
 """Benchmark: streaming InfoNCE against materialised logits, a peer library and the matmul rate.
 
-Run (from the repository root, after ``make install`` and ``.venv/bin/pip install -e ".[bench]"``)::
+Run from the repository root, after ``make install`` and ``.venv/bin/pip install -e ".[bench]"``
+(the peer library; without it its column says ``missing``)::
 
-    INFONCE_BOOK_NO_PROGRESS=1 .venv/bin/python benchmarks/bench_infonce.py --device auto
+    INFONCE_BOOK_NO_PROGRESS=1 .venv/bin/python benchmarks/bench_infonce.py --device cpu --threads 1
+    INFONCE_BOOK_NO_PROGRESS=1 .venv/bin/python benchmarks/bench_infonce.py --device cuda
 
 It writes ``benchmarks/results/<device>/results.csv``, ``results.md`` and ``throughput.png``
-(``--out`` to change the folder). The CPU run of the default grid takes about 5 minutes on 2
-cores. ``--help`` lists the options (grid, threads, memory cap, layout, repeats).
+(``--out`` to change the folder). ``--help`` lists the options (grid, threads, memory caps,
+layout, gradient of the negatives, repeats).
 
-What is measured, for every k in {1e3, 1e4, 1e5, 1e6}, batch size B and dimension d:
+What is measured, for every k in {1e3, 1e4, 1e5, 1e6}, batch size B in {32, 128} and dimension
+d in {64, 256} (float32 embeddings on the unit sphere, tau = 0.1, standard variant):
 
 * ``streaming``: :func:`infonce_book.losses.info_nce` with ``chunk_size`` (custom autograd
-  function, running log-sum-exp, weights recomputed in the backward pass), float32, with its
-  argument checks on (as a user calls it);
-* ``streaming-f64``: the same with ``accumulate=torch.float64`` (float32 embeddings, float64
-  similarities: the exact variant, for the accuracy/speed trade-off);
+  function, running log-sum-exp, no ``B x k`` tensor held), with its argument checks on (as a
+  user calls it);
+* ``streaming-f64``: the same with ``accumulate=torch.float64`` (float32 embeddings scored in
+  float64: the exact variant, for the accuracy/speed trade-off);
 * ``materialised``: ``F.cross_entropy`` over the whole ``B x (k+1)`` logit matrix;
 * ``info-nce-pytorch``: the PyPI package ``info-nce-pytorch`` (0.1.4, import name ``info_nce``),
-  ``negative_mode="unpaired"`` for shared negatives (``"paired"`` with ``--layout paired``);
-  marked ``missing`` if it is not installed;
+  ``negative_mode="unpaired"`` for negatives shared by the batch, ``"paired"`` with
+  ``--layout paired``;
 * ``matmul``: the machine's matrix-multiply rate for the same multiply-adds: forward ``B x d``
-  times ``d x k`` (the scoring step), forward+backward two or three such products (scores, ``G @ N``,
-  ``G^T @ A``; the last only with ``--grad-negatives``), each timed as one product and chunk by
-  chunk into a reused buffer; the faster is the ceiling.
+  times ``d x k`` (the scoring step); forward+backward two such products (scores, ``G @ N``),
+  three with ``--grad-negatives`` (``G^T @ A`` too); each timed as one product into a
+  preallocated ``B x k`` result and chunk by chunk into a reused buffer; the faster is the
+  ceiling.
+
+Layout (``--layout``): ``shared`` (default) is one ``(k, d)`` matrix of negatives scored against
+all B anchors, as in in-batch or memory-bank training; ``paired`` gives each anchor its own
+``(k, d)`` negatives (a ``(B, k, d)`` tensor; B times the memory, so large k is skipped).
 
 Throughput is negative similarities scored per second (``B k / time``), for the forward pass
 (under ``torch.no_grad``) and for forward+backward (gradients for anchors and positives; the
 negatives are a memory bank without gradient, as in MoCo-style training at large k;
-``--grad-negatives`` differentiates them too). Each configuration and method runs in its own process: the peak memory is the
-growth of the peak resident set (``VmHWM``, reset through ``/proc/self/clear_refs``) over the
-inputs on a CPU, ``torch.cuda.max_memory_allocated`` over the inputs on a GPU; it includes the
-input gradients for forward+backward. Timings are the fastest of repeated calls (at least ``--min-repeats``, for at least
-``--min-time`` seconds in all) after a warm-up: on a shared machine the fastest call is the one
-least disturbed by other work.
-Methods whose materialised logits would exceed ``--logits-cap-gib`` are not run and are
-recorded as ``skipped (memory)``.
+``--grad-negatives`` differentiates them too). Timings are the fastest of repeated calls (at
+least ``--min-repeats``, for at least ``--min-time`` seconds in all) after a warm-up, taken in
+rounds that call every method once in turn, so that all methods of a configuration see the
+same load: on a shared machine the fastest call is the one least disturbed by other work.
+
+Peak memory: each configuration runs in its own process (its methods one after the other,
+with glibc told to return freed blocks of 128 KiB or more to the system at once); a method's
+peak is the growth of the peak resident set (``VmHWM``, reset through ``/proc/self/clear_refs``)
+over the inputs on a CPU, ``torch.cuda.max_memory_allocated`` over the inputs on a GPU, and
+includes the input gradients for forward+backward. Methods whose materialised logits would
+exceed ``--logits-cap-gib`` are not run and are recorded as ``skipped (memory)``; one that
+kills its process is recorded as ``failed (out of memory)``.
 """
 
 from __future__ import annotations
@@ -235,67 +247,103 @@ def _matmul_fns(cfg, device):
     return forward, forward_backward
 
 
-def _timed(fn, args, device, min_time, min_repeats):
+def _prepare(method, cfg, device, inputs) -> dict:
+    """Build a method's timed callables, warm them up and measure its peak memory.
+
+    Returns ``{"calls": {name: (pass, fn)}, ...result fields}``; the matrix-multiply ceiling has
+    two ways (one whole product, chunk by chunk) and no memory figure."""
     import torch
 
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+    mcfg = dict(cfg, method=method)
+    a, p, n = inputs
+    if method == "matmul":
+        calls = {}
+        for variant in ("whole", "chunked"):
+            fwd, fb = _matmul_fns(dict(mcfg, variant_matmul=variant), device)
+            fwd(a, p, n), fb(a, p, n)  # warm-up
+            calls[f"{variant} fwd"], calls[f"{variant} fb"] = ("fwd", fwd), ("fb", fb)
+        return {"calls": calls, "peak_fwd_bytes": None, "peak_fb_bytes": None, "loss": None}
+    fwd, fb = _method_fns(mcfg, device)
+    trainable = 3 if cfg["grad_negatives"] else 2
+    # Warm-up on a tiny problem first (library initialisation is not the method's memory).
+    tiny = _make_inputs(dict(cfg, k=16), device, 1)
+    for t in tiny[:trainable]:
+        t.requires_grad_()
+    fwd(*tiny)
+    fb(*tiny)
+    del tiny
+    with _PeakMemory(device) as mem_fwd:
+        value = float(fwd(a, p, n))
+    with _PeakMemory(device) as mem_fb:
+        fb(a, p, n)
+    for t in inputs:
+        t.grad = None
+    return {"calls": {"fwd": ("fwd", fwd), "fb": ("fb", fb)}, "peak_fwd_bytes": mem_fwd.peak,
+            "peak_fb_bytes": mem_fb.peak, "loss": value}
 
-    times = []
-    while True:
-        sync()
-        t0 = time.perf_counter()
-        fn(*args)
-        sync()
-        times.append(time.perf_counter() - t0)
-        if sum(times) >= min_time and len(times) >= min_repeats:
-            break
-    return min(times)  # the least disturbed call (the machine may be shared)
+
+def _failure(exc) -> str:
+    import torch
+
+    if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
+        return "failed (out of memory)"
+    return f"failed ({type(exc).__name__}: {str(exc)[:100]})"
 
 
-def run_child(cfg) -> dict:
+def run_child(cfg) -> None:
+    """Measure ``cfg["methods"]`` on one configuration and print one JSON line per method.
+
+    Memory first, method by method (a line per method as soon as it is known, so a crash loses
+    only the method that was running); then the timings, interleaved: each round times every
+    method's calls once, so that all methods see the same load on a shared machine; a call is
+    timed until it has run ``min_repeats`` times and ``min_time`` seconds in all."""
     import torch
 
     if cfg["threads"]:
         torch.set_num_threads(cfg["threads"])
     device = torch.device(cfg["device"])
-    fns = {}
-    if cfg["method"] == "matmul":
-        res = {}
-        for variant in ("whole", "chunked"):
-            fwd, fb = _matmul_fns(dict(cfg, variant_matmul=variant), device)
-            a, p, n = _make_inputs(cfg, device)
-            fwd(a, p, n), fb(a, p, n)  # warm-up
-            res[variant] = (_timed(fwd, (a, p, n), device, cfg["min_time"], cfg["min_repeats"]),
-                            _timed(fb, (a, p, n), device, cfg["min_time"], cfg["min_repeats"]))
-            del fwd, fb, a, p, n
-        best = min(res.values(), key=lambda t: t[0])[0], min(res.values(), key=lambda t: t[1])[1]
-        return {"fwd_s": best[0], "fb_s": best[1], "peak_fwd_bytes": None, "peak_fb_bytes": None,
-                "loss": None, "threads": torch.get_num_threads(),
-                "note": "best of whole ({:.3g} s, {:.3g} s) and chunked ({:.3g} s, {:.3g} s)".format(
-                    *res["whole"], *res["chunked"])}
-    fwd, fb = _method_fns(cfg, device)
-    # Warm-up on a tiny problem first (library initialisation is not the method's memory).
-    small = dict(cfg, k=16)
-    ta, tp, tn = _make_inputs(small, device, 1)
-    trainable = 3 if cfg["grad_negatives"] else 2
-    fwd(ta, tp, tn)
-    for t in (ta, tp, tn)[:trainable]:
+    inputs = _make_inputs(cfg, device)
+    for t in inputs[: 3 if cfg["grad_negatives"] else 2]:
         t.requires_grad_()
-    fb(ta, tp, tn)
-    del ta, tp, tn
-    a, p, n = _make_inputs(cfg, device)
-    with _PeakMemory(device) as mem_fwd:
-        value = float(fwd(a, p, n))
-    for t in (a, p, n)[:trainable]:
-        t.requires_grad_()
-    with _PeakMemory(device) as mem_fb:
-        fb(a, p, n)
-    fns["fwd"] = _timed(fwd, (a, p, n), device, cfg["min_time"], cfg["min_repeats"])
-    fns["fb"] = _timed(fb, (a, p, n), device, cfg["min_time"], cfg["min_repeats"])
-    return {"fwd_s": fns["fwd"], "fb_s": fns["fb"], "peak_fwd_bytes": mem_fwd.peak,
-            "peak_fb_bytes": mem_fb.peak, "loss": value, "threads": torch.get_num_threads(), "note": ""}
+    prepared = {}
+    for method in cfg["methods"]:
+        try:
+            prepared[method] = _prepare(method, cfg, device, inputs)
+            line = {k: v for k, v in prepared[method].items() if k != "calls"}
+            line["status"] = "failed (while timing)"  # replaced by the final line
+        except Exception as exc:  # noqa: BLE001 - recorded in the table; the next method still runs
+            line = {"status": _failure(exc)}
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        print(json.dumps({"method": method, **line}), flush=True)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    times = {(m, name): [] for m, prep in prepared.items() for name in prep["calls"]}
+    for _ in range(10_000):
+        pending = [key for key, ts in times.items() if len(ts) < cfg["min_repeats"] or sum(ts) < cfg["min_time"]]
+        if not pending:
+            break
+        for m, name in pending:
+            fn = prepared[m]["calls"][name][1]
+            sync()
+            t0 = time.perf_counter()
+            fn(*inputs)
+            sync()
+            times[(m, name)].append(time.perf_counter() - t0)
+    for method, prep in prepared.items():
+        # The fastest call: the one least disturbed by other work on a shared machine.
+        best = {name: min(times[(method, name)]) for name in prep["calls"]}
+        fwd = min(v for name, v in best.items() if prep["calls"][name][0] == "fwd")
+        fb = min(v for name, v in best.items() if prep["calls"][name][0] == "fb")
+        note = "" if method != "matmul" else "best of whole ({:.3g} s, {:.3g} s) and chunked ({:.3g} s, {:.3g} s)".format(
+            best["whole fwd"], best["whole fb"], best["chunked fwd"], best["chunked fb"])
+        line = {k: v for k, v in prep.items() if k != "calls"}
+        line.update(fwd_s=fwd, fb_s=fb, threads=torch.get_num_threads(), note=note, status="ok",
+                    repeats=min(len(times[(method, name)]) for name in prep["calls"]))
+        print(json.dumps({"method": method, **line}), flush=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -332,20 +380,37 @@ def _machine(device) -> str:
     return f"CPU {model}, {os.cpu_count()} logical cores"
 
 
-def _run_one(cfg, timeout_s):
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(cfg)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"status": f"failed (timeout {timeout_s} s)"}
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
-        if proc.returncode in (-9, 137) or "out of memory" in proc.stderr.lower():
-            return {"status": "failed (out of memory)"}
-        return {"status": f"failed ({tail[:120]})"}
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    out["status"] = "ok"
-    return out
+# glibc returns freed blocks of 128 KiB and more to the system at once (instead of keeping them
+# in its heap), so that each method's peak resident set is its own, whatever ran before it.
+_CHILD_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072"}
+
+
+def _run_config(cfg, timeout_s) -> dict:
+    """Run the methods of one configuration in a child process; {method: result}. A method that
+    kills the process (memory) is recorded as failed and the rest run in a new process."""
+    results, todo = {}, list(cfg["methods"])
+    while todo:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(dict(cfg, methods=todo))]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT,
+                                  env={**os.environ, **_CHILD_ENV})
+            stdout, stderr, rc = proc.stdout, proc.stderr, proc.returncode
+        except subprocess.TimeoutExpired as exc:
+            stdout, stderr, rc = (exc.stdout or b"").decode(), "", None
+        for line in stdout.splitlines():
+            if line.startswith("{"):
+                out = json.loads(line)
+                results[out.pop("method")] = out  # the last line of a method is its result
+        todo = [m for m in todo if m not in results]
+        if todo:  # the child died while measuring todo[0]
+            if rc is None:
+                why = f"failed (timeout {timeout_s} s)"
+            elif rc in (-9, 137) or "out of memory" in stderr.lower():
+                why = "failed (out of memory)"
+            else:
+                why = f"failed ({(stderr.strip().splitlines() or ['?'])[-1][:120]})"
+            results[todo.pop(0)] = {"status": why}
+    return results
 
 
 def _fmt_rate(x):
@@ -566,12 +631,12 @@ def main(argv=None) -> int:
     ap.add_argument("--grad-negatives", action="store_true",
                     help="forward+backward also differentiates the negatives (default: memory-bank "
                          "negatives without gradient, as in MoCo-style training at large k)")
-    ap.add_argument("--timeout", type=int, default=900, help="per configuration and method (s)")
+    ap.add_argument("--timeout", type=int, default=1800, help="per configuration (s)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args.child is not None:
-        print(json.dumps(run_child(json.loads(args.child))))
+        run_child(json.loads(args.child))
         return 0
 
     sys.path.insert(0, str(ROOT / "src"))
@@ -600,27 +665,29 @@ def main(argv=None) -> int:
                 chunk = min(k, args.chunk_size or default_chunk_size(B, device.type))
                 logits_gib = B * (k + 1) * 4 / 2**30
                 inputs_gib = (2 * B * d + (k * d if args.layout == "shared" else B * k * d)) * 4 / 2**30
+                results = {}
+                for method in methods:
+                    if inputs_gib > args.inputs_cap_gib:
+                        results[method] = {"status": "skipped (memory)"}
+                    elif method in PEERS and logits_gib > args.logits_cap_gib:
+                        results[method] = {"status": "skipped (memory)"}
+                    elif method == "info-nce-pytorch" and not peer:
+                        results[method] = {"status": "missing (not installed)"}
+                run = [m for m in methods if m not in results]
+                if run:
+                    cfg = {"methods": run, "device": str(device), "layout": args.layout, "B": B,
+                           "d": d, "k": k, "tau": args.tau, "chunk_size": chunk,
+                           "threads": args.threads, "min_time": args.min_time,
+                           "grad_negatives": args.grad_negatives, "min_repeats": args.min_repeats}
+                    t0 = time.perf_counter()
+                    results.update(_run_config(cfg, args.timeout))
+                    print(f"B={B} d={d} k={k}: " + ", ".join(f"{m} {results[m]['status']}" for m in methods)
+                          + f" ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
                 for method in methods:
                     row = {"device": device.type, "layout": args.layout, "B": B, "d": d, "k": k,
                            "method": method, "chunk_size": chunk if method in ("streaming", "streaming-f64") else None,
-                           "tau": args.tau}
-                    if inputs_gib > args.inputs_cap_gib:
-                        res = {"status": "skipped (memory)"}
-                    elif method in PEERS and logits_gib > args.logits_cap_gib:
-                        res = {"status": "skipped (memory)"}
-                    elif method == "info-nce-pytorch" and not peer:
-                        res = {"status": "missing (not installed)"}
-                    else:
-                        cfg = {"method": method, "device": str(device), "layout": args.layout, "B": B,
-                               "d": d, "k": k, "tau": args.tau, "chunk_size": chunk,
-                               "threads": args.threads, "min_time": args.min_time,
-                               "grad_negatives": args.grad_negatives,
-                               "min_repeats": args.min_repeats}
-                        t0 = time.perf_counter()
-                        res = _run_one(cfg, args.timeout)
-                        print(f"B={B} d={d} k={k} {method}: {res.get('status')} "
-                              f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
-                    row.update(res)
+                           "tau": args.tau, "grad_negatives": args.grad_negatives}
+                    row.update(results[method])
                     for col in ("fwd", "fb"):
                         secs = row.get(f"{col}_s")
                         row[f"{col}_rate"] = B * k / secs if secs else None

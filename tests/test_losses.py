@@ -301,9 +301,9 @@ def test_streaming_autograd_saves_no_batch_by_k_tensor(shared):
     neg = (unit(k, d, seed=32) if shared else unit(B, k, d, seed=32)).requires_grad_()
     tau = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
     streamed = saved_tensor_sizes(lambda: info_nce(a, p, neg, tau, chunk_size=100), (a, p, neg, tau))
-    # Besides the inputs only per-row tensors are saved: the log-sum-exp in two parts, (B,) each,
-    # and the weighted sum of negatives, (B, d).
-    assert sorted(streamed) == [B, B, B * d]
+    # Besides the inputs only per-row tensors are saved: beta s+ and the log-sum-exp in two
+    # parts, (B,) each, beta times the anchor and the weighted sum of negatives, (B, d) each.
+    assert sorted(streamed) == [B, B, B, B * d, B * d]
     # The same hook sees the B x k logits of the materialised computation (the check can fail).
     materialised = saved_tensor_sizes(lambda: materialised_loss(a, p, neg, tau, "standard"), (a, p, neg, tau))
     assert max(materialised) >= B * k
@@ -389,3 +389,16 @@ def test_streaming_gradients_for_any_subset_of_trainable_inputs(trainable, share
             assert normwise_error(g.grad, r.grad) <= 1e-13, nm
         else:
             assert g.grad is None, nm
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_negatives_off_the_sphere_are_refused_in_any_chunk(shared):
+    # The negatives' norms are checked chunk by chunk as they are scored: a bad row in the last
+    # chunk is found as well as one in the first.
+    a, p = unit(2, 4), unit(2, 4, seed=1)
+    for row in (0, 9):
+        neg = unit(10, 4, seed=2) if shared else unit(2, 10, 4, seed=2)
+        neg[..., row, :] *= 1.01
+        with pytest.raises(ValueError, match=r"negatives must have unit-norm rows.*deviation \|norm - 1\| is 0.01"):
+            info_nce(a, p, neg, 0.5, chunk_size=3)
+        info_nce(a, p, neg, 0.5, chunk_size=3, require_unit_norm=False)  # accepted when asked

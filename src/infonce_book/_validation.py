@@ -73,23 +73,37 @@ def _all_finite(x: torch.Tensor) -> bool:
     return bool(torch.isfinite(x).all())
 
 
-def check_unit_norm(x: torch.Tensor, name: str) -> None:
-    """Raise unless every row (last dimension) of ``x`` has Euclidean norm 1.
+def unit_norm_tolerance(dtype: torch.dtype) -> float:
+    """Largest accepted ``|norm - 1|`` of a row: 1e-2 for float16/bfloat16, 1e-4 otherwise."""
+    return 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-4
 
-    The tolerance follows the dtype: 1e-2 for float16/bfloat16, 1e-4 otherwise (absolute, on
-    the norm). A NaN or infinite entry makes its row's norm non-finite: that is reported as such
-    (so a passing check also proves every entry finite).
-    """
-    if x.numel() == 0:
-        return
-    tol = 1e-2 if x.dtype in (torch.float16, torch.bfloat16) else 1e-4
-    norms = torch.linalg.vector_norm(x.detach().float(), dim=-1)
-    worst = float((norms - 1.0).abs().max())
+
+def norm_deviation(x: torch.Tensor) -> torch.Tensor:
+    """``max |norm - 1|`` over the rows (last dimension) of ``x``, as a 0-d float32 tensor (NaN or
+    infinite where an entry is)."""
+    return (torch.linalg.vector_norm(x.detach().float(), dim=-1) - 1.0).abs().max()
+
+
+def raise_unless_unit_norm(worst: float, x: torch.Tensor, name: str) -> None:
+    """Raise the error of :func:`check_unit_norm` for a measured ``worst = max |norm - 1|``."""
     if not math.isfinite(worst) and not _all_finite(x):
         raise ValueError(f"{name} contains NaN or infinite entries")
-    if worst > tol:
+    tol = unit_norm_tolerance(x.dtype)
+    if not worst <= tol:
         raise ValueError(
             f"{name} must have unit-norm rows (embeddings on the sphere S^(d-1)); the largest "
             f"deviation |norm - 1| is {worst:.3g} > {tol:g}. Normalise first, e.g. "
             f"torch.nn.functional.normalize({name}, dim=-1)"
         )
+
+
+def check_unit_norm(x: torch.Tensor, name: str) -> None:
+    """Raise unless every row (last dimension) of ``x`` has Euclidean norm 1.
+
+    The tolerance follows the dtype (:func:`unit_norm_tolerance`, absolute, on the norm). A NaN
+    or infinite entry makes its row's norm non-finite: that is reported as such (so a passing
+    check also proves every entry finite).
+    """
+    if x.numel() == 0:
+        return
+    raise_unless_unit_norm(float(norm_deviation(x)), x, name)

@@ -40,7 +40,8 @@ from typing import Iterable
 
 import torch
 
-from ._validation import check_choice, check_float_tensor, check_tau, check_unit_norm
+from ._validation import (check_choice, check_float_tensor, check_tau, check_unit_norm, norm_deviation,
+                          raise_unless_unit_norm)
 
 VARIANTS = ("standard", "decoupled")
 REDUCTIONS = ("mean", "sum", "none")
@@ -304,46 +305,51 @@ class _InfoNCEFromEmbeddings(torch.autograd.Function):
     ``grad tau = -(1/tau) sum_i g_i (<beta a_i, P_i> - (sum_j p_ij) <beta a_i, p_i>)``, and
     ``grad n_j = sum_i g_i beta p_ij a_i`` (shared) or ``g_i beta p_ij a_i`` (per anchor).
 
-    Saved for the backward pass: the inputs, ``lse = m + r`` as two (B,) tensors and, when the
-    anchor, the positive or ``tau`` needs a gradient, ``P`` (B, d), accumulated in the forward pass
-    with the running shift (as the output of an online softmax). The negatives' gradient needs the
-    final ``lse`` in every weight, so the backward pass recomputes the weights chunk by chunk for
-    it. No ``B x k`` tensor is saved.
+    Saved for the backward pass: the inputs, ``beta a`` (B, d), ``beta s+`` and ``lse = m + r``
+    as (B,) tensors and, when the anchor or ``tau`` needs a gradient, ``P`` (B, d), accumulated in
+    the forward pass with the running shift (as the output of an online softmax). The negatives'
+    gradient needs the final ``lse`` in every weight, so the backward pass recomputes the weights
+    chunk by chunk for it. No ``B x k`` tensor is saved.
     """
 
     @staticmethod
-    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, include_positive, bounds, dtype, want_pn):
+    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, include_positive, bounds, dtype, want_pn,
+                check_norm):
         shared = negatives.dim() == 2
         a_beta = anchor.to(dtype) * (1.0 / tau)
         s_pos_beta = (a_beta * positive.to(dtype)).sum(dim=-1)
         state = _LogSumExpState(include_positive)
         buffer = _buffer(a_beta, bounds)
         pn = None
+        worst = None  # max |norm - 1| over the negatives seen so far
         for lo, hi in bounds:
-            n = _chunk(negatives, lo, hi, shared, dtype)
+            raw = negatives[lo:hi] if shared else negatives[:, lo:hi]
+            if check_norm:  # the chunk is then in cache for the matrix multiply
+                dev = norm_deviation(raw)
+                worst = dev if worst is None else torch.maximum(worst, dev)
+            n = raw.to(dtype)
             w, alpha = state.add(_scaled_similarities(buffer, a_beta, n, shared), offset=s_pos_beta)
             if want_pn:  # sum_j e^{z_ij - m_i} n_j under the running shift m
                 if pn is None:
                     pn = _weighted_sum(w, n, shared)
                 else:
                     pn.mul_(alpha.unsqueeze(-1)).add_(_weighted_sum(w, n, shared))
+        if check_norm:
+            raise_unless_unit_norm(float(worst), negatives, "negatives")
         m, r = state.finish()
         if want_pn:
             pn.mul_(torch.exp(-r).unsqueeze(-1))  # now sum_j p_ij n_j
-        ctx.save_for_backward(anchor, positive, negatives, m, r, pn)
+        ctx.save_for_backward(anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn)
         ctx.tau, ctx.include_positive, ctx.bounds, ctx.dtype = tau, include_positive, bounds, dtype
         return m + r
 
     @staticmethod
     def backward(ctx, grad):
-        anchor, positive, negatives, m, r, pn = ctx.saved_tensors
+        anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn = ctx.saved_tensors
         need_a, need_p, need_n, need_tau = ctx.needs_input_grad[:4]
         tau, dtype = ctx.tau, ctx.dtype
         shared = negatives.dim() == 2
         a = anchor.to(dtype)
-        p = positive.to(dtype)
-        a_beta = a * (1.0 / tau)
-        s_pos_beta = (a_beta * p).sum(dim=-1)
         g = grad.to(dtype)
         g_beta = g / tau
         sum_w = _sum_of_weights(m + r, ctx.include_positive)
@@ -364,14 +370,14 @@ class _InfoNCEFromEmbeddings(torch.autograd.Function):
                 else:
                     grad_n[:, lo:hi] = w.unsqueeze(-1) * ga.unsqueeze(1)
         if need_a:
-            grad_a = g_beta.unsqueeze(-1) * (pn - sum_w.unsqueeze(-1) * p)
+            grad_a = g_beta.unsqueeze(-1) * pn.addcmul(sum_w.unsqueeze(-1), positive.to(dtype), value=-1.0)
         if need_p:
             grad_p = -(g_beta * sum_w).unsqueeze(-1) * a
         if need_tau:
             pz = (a_beta * pn).sum(dim=-1) - sum_w * s_pos_beta
             grad_tau = (-(g * pz).sum() / tau).reshape(())
         return (_grad_like(grad_a, anchor), _grad_like(grad_p, positive), grad_n, grad_tau,
-                None, None, None, None, None)
+                None, None, None, None, None, None)
 
 
 def _weighted_sum(w, n, shared):
@@ -503,9 +509,10 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
     if k < 1:
         raise ValueError(f"k (number of negatives) must be >= 1, got negatives of shape {tuple(negatives.shape)}")
     if require_unit_norm:
+        # The negatives are checked chunk by chunk as they are scored (a separate pass over a
+        # (k, d) matrix costs about as much as scoring it against a small batch).
         check_unit_norm(anchor, "anchor")
         check_unit_norm(positive, "positive")
-        check_unit_norm(negatives, "negatives")
     tau_value, tau_tensor = _split_tau(tau)
     if accumulate is None:
         dtype = torch.promote_types(torch.promote_types(anchor.dtype, positive.dtype), negatives.dtype)
@@ -516,5 +523,6 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
     # the forward pass, when a backward pass through them can follow.
     want_pn = torch.is_grad_enabled() and (anchor.requires_grad or tau_tensor is not None)
     lse = _InfoNCEFromEmbeddings.apply(anchor, positive, negatives, tau_tensor, tau_value,
-                                       variant == "standard", _chunk_bounds(k, chunk_size), dtype, want_pn)
+                                       variant == "standard", _chunk_bounds(k, chunk_size), dtype, want_pn,
+                                       require_unit_norm)
     return _reduce(lse, reduction)
