@@ -36,8 +36,6 @@ Where the logits are formed:
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import torch
 
 from ._validation import (check_choice, check_float_tensor, check_tau, check_unit_norm, norm_deviation,
@@ -108,13 +106,6 @@ class _RunningLogSumExp:
         return self.m + torch.log(self.acc)
 
 
-def _loss_from_centred_chunks(chunks: Iterable[torch.Tensor], variant: str) -> torch.Tensor:
-    state = _RunningLogSumExp(include_positive=(variant == "standard"))
-    for z in chunks:
-        state.update(z)
-    return state.value()
-
-
 def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reduction="mean"):
     """InfoNCE from similarities that arrive in chunks of negatives (running log-sum-exp).
 
@@ -125,6 +116,10 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
         tau, variant, reduction: as in :func:`info_nce_from_similarities`.
     Returns:
         As :func:`info_nce_from_similarities` over the concatenated chunks (same value).
+        Differentiable by plain autograd, which keeps one (B, m_i) tensor per chunk for the
+        backward pass (chunks that were consumed cannot be recomputed): for a backward pass that
+        holds at most ``B x chunk_size`` similarities, score embeddings with
+        :func:`info_nce` and ``chunk_size``. Without gradients only one chunk is held.
     Raises:
         ValueError: tau not in (0, inf); a chunk whose shape is not (B, m); no negatives;
         NaN/inf entries; unknown variant or reduction.
@@ -179,46 +174,48 @@ def _check_accumulate(accumulate, device):
 
 class _LogSumExpState:
     """Running ``log(c + sum_j e^{z_j})`` over chunks, without autograd (``c`` as in
-    :class:`_RunningLogSumExp`). :meth:`add` overwrites the chunk it is given."""
+    :class:`_RunningLogSumExp`), of centred logits ``z = y - offset`` given as chunks of ``y``
+    (``offset``: (B,), or None for ``z = y``). :meth:`add` overwrites the chunk it is given.
 
-    __slots__ = ("include_positive", "m", "acc")
+    The state is kept in the units of ``y``: a shift ``M`` (the largest ``y`` so far, and at
+    least ``offset`` in the standard variant, whose positive has ``z = 0``) and
+    ``acc = sum_j e^{y_j - M}``; :meth:`finish` returns ``m = M - offset``."""
 
-    def __init__(self, include_positive: bool):
+    __slots__ = ("include_positive", "offset", "M", "acc")
+
+    def __init__(self, include_positive: bool, offset: torch.Tensor | None = None):
         self.include_positive = include_positive
-        self.m = None
+        self.offset = offset
+        self.M = None
         self.acc = None
 
-    def add(self, z: torch.Tensor, offset: torch.Tensor | None = None):
-        """Take in the chunk of centred logits ``z - offset`` (``offset``: (B,) or None).
-
-        Returns ``(w, alpha)``: ``w`` is ``z`` overwritten by ``e^{z_j - offset - m}`` with the
-        new shift ``m``, and ``alpha = e^{m_old - m}`` (None for the first chunk) rescales any
-        sum the caller keeps over earlier chunks."""
-        chunk_max = z.amax(dim=-1)
-        if offset is not None:
-            chunk_max = chunk_max - offset
+    def add(self, y: torch.Tensor):
+        """Take in a (B, c) chunk. Returns ``(w, alpha)``: ``w`` is ``y`` overwritten by
+        ``e^{y_j - M}`` with the new shift ``M``, and ``alpha = e^{M_old - M}`` (None for the
+        first chunk) rescales any sum the caller keeps over earlier chunks."""
+        chunk_max = y.amax(dim=-1)
         if self.include_positive:
-            chunk_max.clamp_min_(0.0)
-        new_m = chunk_max if self.m is None else torch.maximum(self.m, chunk_max)
-        shift = new_m if offset is None else new_m + offset
-        w = z.sub_(shift.unsqueeze(-1)).exp_()
+            chunk_max = chunk_max.clamp_min_(0.0) if self.offset is None else torch.maximum(chunk_max, self.offset)
+        new_M = chunk_max if self.M is None else torch.maximum(self.M, chunk_max)
+        w = y.sub_(new_M.unsqueeze(-1)).exp_()
         term = w.sum(dim=-1)
         alpha = None
         if self.acc is None:
             self.acc = term
         else:
-            alpha = torch.exp(self.m - new_m)
+            alpha = torch.exp(self.M - new_M)
             self.acc.mul_(alpha).add_(term)
-        self.m = new_m
+        self.M = new_M
         return w, alpha
 
     def finish(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(m, r)`` with ``lse = m + r``: the shift ``m`` (0 or a logit) and
+        """``(m, r)`` with ``lse = m + r``: the shift ``m`` (0 or a centred logit) and
         ``r = log(c e^{-m} + sum_j e^{z_j - m})``, kept apart so that the backward pass forms
         ``p_j = e^{(z_j - m) - r}`` without subtracting two large numbers."""
+        m = self.M if self.offset is None else self.M - self.offset
         if self.include_positive:
-            return self.m, torch.log1p(torch.expm1(-self.m) + self.acc)
-        return self.m, torch.log(self.acc)
+            return m, torch.log1p(torch.expm1(-m) + self.acc)
+        return m, torch.log(self.acc)
 
 
 def _sum_of_weights(lse: torch.Tensor, include_positive: bool) -> torch.Tensor:
@@ -318,7 +315,7 @@ class _InfoNCEFromEmbeddings(torch.autograd.Function):
         shared = negatives.dim() == 2
         a_beta = anchor.to(dtype) * (1.0 / tau)
         s_pos_beta = (a_beta * positive.to(dtype)).sum(dim=-1)
-        state = _LogSumExpState(include_positive)
+        state = _LogSumExpState(include_positive, offset=s_pos_beta)
         buffer = _buffer(a_beta, bounds)
         pn = None
         worst = None  # max |norm - 1| over the negatives seen so far
@@ -328,12 +325,12 @@ class _InfoNCEFromEmbeddings(torch.autograd.Function):
                 dev = norm_deviation(raw)
                 worst = dev if worst is None else torch.maximum(worst, dev)
             n = raw.to(dtype)
-            w, alpha = state.add(_scaled_similarities(buffer, a_beta, n, shared), offset=s_pos_beta)
+            w, alpha = state.add(_scaled_similarities(buffer, a_beta, n, shared))
             if want_pn:  # sum_j e^{z_ij - m_i} n_j under the running shift m
                 if pn is None:
                     pn = _weighted_sum(w, n, shared)
                 else:
-                    pn.mul_(alpha.unsqueeze(-1)).add_(_weighted_sum(w, n, shared))
+                    _add_weighted_sum(pn.mul_(alpha.unsqueeze(-1)), w, n, shared)
         if check_norm:
             raise_unless_unit_norm(float(worst), negatives, "negatives")
         m, r = state.finish()
@@ -385,6 +382,14 @@ def _weighted_sum(w, n, shared):
     if shared:
         return w @ n
     return torch.bmm(w.unsqueeze(1), n).squeeze(1)
+
+
+def _add_weighted_sum(out, w, n, shared):
+    """``out += sum_j w_ij n_j`` in place."""
+    if shared:
+        out.addmm_(w, n)
+    else:
+        out.unsqueeze(1).baddbmm_(w.unsqueeze(1), n)
 
 
 def _split_tau(tau):
