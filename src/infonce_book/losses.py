@@ -465,7 +465,9 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
             backward pass (which recomputes them; ``None``: all k at once). Each chunk is one
             matrix multiply; on a CPU a chunk of ``B x chunk_size`` about 1 MB (so
             ``chunk_size`` near ``2**18 / B``) keeps it in cache.
-        require_unit_norm: check that all rows have norm 1 (the theory lives on the sphere).
+        require_unit_norm: check that all rows have norm 1 (the theory lives on the sphere);
+            the negatives are checked chunk by chunk as they are scored, which also proves their
+            entries finite.
         accumulate: dtype of the similarities, logits and sums: ``None`` (default:
             ``promote(input dtype, float32)``), ``torch.float32`` or ``torch.float64``
             (float32 embeddings scored in float64: exact to about 1e-15 relative, slower).
