@@ -15,9 +15,11 @@ Low-precision inputs (float16, bfloat16) are computed in float32; the result has
 Negatives are processed in chunks of ``chunk_size`` with a running log-sum-exp, so that at no
 point more than ``B x chunk_size`` similarities are held, in the forward *and* the backward pass:
 :func:`info_nce` and :func:`info_nce_from_similarities` are custom autograd functions that save
-only their inputs and the per-row log-sum-exp ``(B,)``, and recompute each chunk's softmax
-weights ``p_j = e^{z_j - lse}`` in the backward pass (the gradient of ``l_k`` in ``s_j`` is
-``beta p_j``, in ``s+`` it is ``-beta sum_j p_j``, in ``tau`` it is ``-(1/tau) sum_j p_j z_j``).
+their inputs and per-row quantities only (the log-sum-exp, and for :func:`info_nce` the (B, d)
+softmax-weighted sum of negatives, accumulated in the forward pass as in an online softmax), and
+recompute chunk by chunk the softmax weights ``p_j = e^{z_j - lse}`` that the backward pass
+needs for a (B, k)-sized gradient (the gradient of ``l_k`` in ``s_j`` is ``beta p_j``, in
+``s+`` it is ``-beta sum_j p_j``, in ``tau`` it is ``-(1/tau) sum_j p_j z_j``).
 
 Where the logits are formed:
 
