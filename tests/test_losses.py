@@ -220,3 +220,185 @@ def test_bad_embeddings_raise_clear_errors():
         info_nce(a[0], p, neg, 0.5)
     with pytest.raises(TypeError, match="torch.Tensor"):
         info_nce(a.numpy(), p, neg, 0.5)
+
+
+# --- Streaming from embeddings: custom autograd function against the materialised computation ---
+
+def materialised_loss(a, p, neg, tau, variant):
+    """Plain autograd over the whole (B, k) logit matrix: the computation streaming replaces."""
+    s_pos = (a * p).sum(-1)
+    s_neg = a @ neg.T if neg.dim() == 2 else torch.einsum("bd,bkd->bk", a, neg)
+    z = (s_neg - s_pos[:, None]) / tau
+    if variant == "standard":
+        z = torch.cat([torch.zeros_like(s_pos)[:, None], z], dim=1)
+    return torch.logsumexp(z, dim=1)
+
+
+def normwise_error(got, want):
+    """max |got - want| / max |want|: relative error of a whole gradient (its tiny entries are
+    not held to relative precision, as for any backward pass)."""
+    return float((got.double() - want.double()).abs().max() / want.double().abs().max().clamp_min(1e-300))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("variant", ["standard", "decoupled"])
+@pytest.mark.parametrize("k, chunk_size", [(1, None), (1, 1), (37, 1), (37, 5), (37, 16), (37, 37), (37, 100), (37, None)])
+@pytest.mark.parametrize("tau", [0.1, 1.0])
+def test_streaming_loss_and_gradients_equal_materialised_autograd(dtype, shared, variant, k, chunk_size, tau):
+    a, p = unit(5, 8, seed=10), unit(5, 8, seed=11)
+    neg = unit(k, 8, seed=12) if shared else unit(5, k, 8, seed=12)
+    tau64 = torch.tensor(tau, dtype=torch.float64)
+    # Reference: the same (rounded) inputs, materialised, float64 autograd.
+    ref_in = [x.to(dtype).double().requires_grad_() for x in (a, p, neg)] + [tau64.clone().requires_grad_()]
+    want = materialised_loss(*ref_in, variant)
+    (want * torch.arange(1.0, 6.0, dtype=torch.float64)).sum().backward()  # unequal row weights
+    got_in = [x.detach().to(dtype).requires_grad_() for x in ref_in[:3]] + [tau64.clone().to(dtype).requires_grad_()]
+    got = info_nce(*got_in, variant=variant, reduction="none", chunk_size=chunk_size)
+    assert got.dtype == dtype
+    (got * torch.arange(1.0, 6.0, dtype=dtype)).sum().backward()
+    # float64: exact to rounding; float32: the numerics rule, about eps32 (1 + beta) (1e-6 here).
+    tol = 1e-12 if dtype == torch.float64 else 4 * 2.0**-23 * (1 + 1 / tau)
+    assert normwise_error(got.detach(), want.detach()) <= tol
+    for name, g, r in zip(("anchor", "positive", "negatives", "tau"), got_in, ref_in):
+        assert g.grad.dtype == dtype and g.grad.shape == r.shape, name
+        assert normwise_error(g.grad, r.grad) <= tol, name
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("variant", ["standard", "decoupled"])
+def test_streaming_gradients_pass_gradcheck_in_float64(shared, variant):
+    a, p = unit(3, 4, seed=20), unit(3, 4, seed=21)
+    neg = unit(5, 4, seed=22) if shared else unit(3, 5, 4, seed=22)
+    tau = torch.tensor(0.7, dtype=torch.float64)
+    inputs = tuple(x.clone().requires_grad_() for x in (a, p, neg, tau))
+    # gradcheck perturbs the inputs off the sphere: the unit-norm check is switched off.
+    fn = lambda a_, p_, n_, t_: info_nce(a_, p_, n_, t_, variant=variant, reduction="none",  # noqa: E731
+                                         chunk_size=2, require_unit_norm=False)
+    assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-8, rtol=1e-6)
+
+
+def saved_tensor_sizes(fn, inputs):
+    """Run ``fn`` and return the number of elements of every tensor autograd saved, except the
+    ``inputs`` themselves (recorded with a saved-tensors hook)."""
+    sizes = []
+    own = {(x.data_ptr(), x.shape) for x in inputs}
+
+    def pack(t):
+        if (t.data_ptr(), t.shape) not in own:
+            sizes.append(t.numel())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return sizes
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_streaming_autograd_saves_no_batch_by_k_tensor(shared):
+    B, k, d = 4, 3000, 8
+    a, p = unit(B, d, seed=30).requires_grad_(), unit(B, d, seed=31).requires_grad_()
+    neg = (unit(k, d, seed=32) if shared else unit(B, k, d, seed=32)).requires_grad_()
+    tau = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+    streamed = saved_tensor_sizes(lambda: info_nce(a, p, neg, tau, chunk_size=100), (a, p, neg, tau))
+    # Besides the inputs only per-row tensors are saved: beta s+ and the log-sum-exp in two
+    # parts, (B,) each, beta times the anchor and the weighted sum of negatives, (B, d) each.
+    assert sorted(streamed) == [B, B, B, B * d, B * d]
+    # The same hook sees the B x k logits of the materialised computation (the check can fail).
+    materialised = saved_tensor_sizes(lambda: materialised_loss(a, p, neg, tau, "standard"), (a, p, neg, tau))
+    assert max(materialised) >= B * k
+
+
+def test_float64_accumulation_of_float32_embeddings_is_exact():
+    a, p, neg = unit(6, 16, seed=40), unit(6, 16, seed=41), unit(200, 16, seed=42)
+    a32, p32, n32 = a.float(), p.float(), neg.float()
+    # Reference: the same float32-rounded embeddings, computed entirely in float64.
+    want = info_nce(a32.double(), p32.double(), n32.double(), 0.01, reduction="none", require_unit_norm=False)
+    got = info_nce(a32, p32, n32, 0.01, reduction="none", chunk_size=64, accumulate=torch.float64)
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got, want, rtol=1e-13, atol=0)
+    with pytest.raises(ValueError, match=r"accumulate must be None, torch.float32 or torch.float64, got accumulate=torch.float16"):
+        info_nce(a32, p32, n32, 0.5, accumulate=torch.float16)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_gradients_are_finite_and_in_the_input_dtype(dtype):
+    a, p, neg = (x.to(dtype).requires_grad_() for x in (unit(4, 16, seed=50), unit(4, 16, seed=51), unit(300, 16, seed=52)))
+    info_nce(a, p, neg, 0.07, chunk_size=64).backward()
+    ref_in = [x.detach().double().requires_grad_() for x in (a, p, neg)]
+    materialised_loss(*ref_in, 0.07, "standard").mean().backward()
+    for g, r in zip((a, p, neg), ref_in):
+        assert g.grad.dtype == dtype and torch.isfinite(g.grad).all()
+        # Computed in float32 from the rounded inputs; the result is rounded once to the dtype.
+        assert normwise_error(g.grad, r.grad) <= 2 * torch.finfo(dtype).eps
+
+
+def test_non_finite_embeddings_are_reported_as_such_with_or_without_the_norm_check():
+    a, p, neg = unit(2, 4), unit(2, 4, seed=1), unit(3, 4, seed=2)
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        worse = neg.clone()
+        worse[1, 2] = bad
+        for require_unit_norm in (True, False):
+            with pytest.raises(ValueError, match="negatives contains NaN or infinite entries"):
+                info_nce(a, p, worse, 0.5, require_unit_norm=require_unit_norm)
+
+
+def test_finiteness_check_is_exact_when_the_sum_overflows():
+    from infonce_book._validation import check_float_tensor
+
+    big = torch.tensor([3e38, 3e38, 1.0])  # finite entries whose float32 sum overflows
+    check_float_tensor(big, "x")
+    with pytest.raises(ValueError, match="x contains NaN or infinite entries"):
+        check_float_tensor(torch.tensor([3e38, float("inf"), -float("inf")]), "x")
+
+
+@pytest.mark.parametrize("variant", ["standard", "decoupled"])
+@pytest.mark.parametrize("chunk_size", [1, 4, 13, None])
+def test_chunked_similarity_gradients_equal_materialised_autograd(variant, chunk_size):
+    s_pos, s_neg = sims(4, 13, 7)
+    tau = torch.tensor(0.3, dtype=torch.float64)
+    ref_in = [x.clone().requires_grad_() for x in (s_pos, s_neg, tau)]
+    z = (ref_in[1] - ref_in[0][:, None]) / ref_in[2]
+    if variant == "standard":
+        z = torch.cat([torch.zeros(4, 1, dtype=torch.float64), z], dim=1)
+    (torch.logsumexp(z, dim=1) * torch.arange(1.0, 5.0, dtype=torch.float64)).sum().backward()
+    got_in = [x.clone().requires_grad_() for x in (s_pos, s_neg, tau)]
+    loss = info_nce_from_similarities(*got_in, variant=variant, reduction="none", chunk_size=chunk_size)
+    (loss * torch.arange(1.0, 5.0, dtype=torch.float64)).sum().backward()
+    assert saved_tensor_sizes(
+        lambda: info_nce_from_similarities(*got_in, variant=variant, chunk_size=chunk_size), got_in) == [4, 4]
+    for name, g, r in zip(("s_pos", "s_neg", "tau"), got_in, ref_in):
+        assert normwise_error(g.grad, r.grad) <= 1e-13, name
+
+
+@pytest.mark.parametrize("trainable", ["anchor", "positive", "negatives", "tau", "anchor+negatives"])
+@pytest.mark.parametrize("shared", [True, False])
+def test_streaming_gradients_for_any_subset_of_trainable_inputs(trainable, shared):
+    # The forward pass accumulates what the anchor's and tau's gradients need only when one of
+    # them requires grad; the negatives' gradient comes from a recomputation: each subset is checked.
+    a, p = unit(3, 6, seed=60), unit(3, 6, seed=61)
+    neg = unit(11, 6, seed=62) if shared else unit(3, 11, 6, seed=62)
+    names = ("anchor", "positive", "negatives", "tau")
+    base = (a, p, neg, torch.tensor(0.4, dtype=torch.float64))
+    ref_in = [x.clone().requires_grad_(nm in trainable) for nm, x in zip(names, base)]
+    materialised_loss(*ref_in, "standard").sum().backward()
+    got_in = [x.clone().requires_grad_(nm in trainable) for nm, x in zip(names, base)]
+    info_nce(*got_in, reduction="sum", chunk_size=4).backward()
+    for nm, g, r in zip(names, got_in, ref_in):
+        if nm in trainable:
+            assert normwise_error(g.grad, r.grad) <= 1e-13, nm
+        else:
+            assert g.grad is None, nm
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_negatives_off_the_sphere_are_refused_in_any_chunk(shared):
+    # The negatives' norms are checked chunk by chunk as they are scored: a bad row in the last
+    # chunk is found as well as one in the first.
+    a, p = unit(2, 4), unit(2, 4, seed=1)
+    for row in (0, 9):
+        neg = unit(10, 4, seed=2) if shared else unit(2, 10, 4, seed=2)
+        neg[..., row, :] *= 1.01
+        with pytest.raises(ValueError, match=r"negatives must have unit-norm rows.*deviation \|norm - 1\| is 0.01"):
+            info_nce(a, p, neg, 0.5, chunk_size=3)
+        info_nce(a, p, neg, 0.5, chunk_size=3, require_unit_norm=False)  # accepted when asked

@@ -51,30 +51,59 @@ def check_choice(value, name: str, choices) -> str:
     return value
 
 
-def check_float_tensor(x, name: str) -> torch.Tensor:
-    """Raise unless ``x`` is a floating-point tensor with only finite entries."""
+def check_float_tensor(x, name: str, *, finite: bool = True) -> torch.Tensor:
+    """Raise unless ``x`` is a floating-point tensor with only finite entries (the finiteness
+    check is skipped with ``finite=False``, for a caller that checks it otherwise)."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not torch.is_floating_point(x):
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
-    if x.numel() and not bool(torch.isfinite(x).all()):
+    if finite and x.numel() and not _all_finite(x):
         raise ValueError(f"{name} contains NaN or infinite entries")
     return x
 
 
-def check_unit_norm(x: torch.Tensor, name: str) -> None:
-    """Raise unless every row (last dimension) of ``x`` has Euclidean norm 1.
+def _all_finite(x: torch.Tensor) -> bool:
+    """``isfinite(x).all()`` in one summation pass: a NaN or an infinite entry makes the sum NaN
+    or infinite, so a finite sum proves every entry finite; only a sum that is not finite (an
+    offending entry, or an overflow of the sum itself) is checked entry by entry."""
+    wide = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    if bool(torch.isfinite(x.detach().sum(dtype=wide))):
+        return True
+    return bool(torch.isfinite(x).all())
 
-    The tolerance follows the dtype: 1e-3 for float16/bfloat16, 1e-5 otherwise (relative).
-    """
-    if x.numel() == 0:
-        return
-    tol = 1e-2 if x.dtype in (torch.float16, torch.bfloat16) else 1e-4
-    norms = torch.linalg.vector_norm(x.detach().float(), dim=-1)
-    worst = float((norms - 1.0).abs().max())
-    if worst > tol:
+
+def unit_norm_tolerance(dtype: torch.dtype) -> float:
+    """Largest accepted ``|norm - 1|`` of a row: 1e-2 for float16/bfloat16, 1e-4 otherwise."""
+    return 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-4
+
+
+def norm_deviation(x: torch.Tensor) -> torch.Tensor:
+    """``max |norm - 1|`` over the rows (last dimension) of ``x``, as a 0-d float32 tensor (NaN or
+    infinite where an entry is)."""
+    return (torch.linalg.vector_norm(x.detach().float(), dim=-1) - 1.0).abs().max()
+
+
+def raise_unless_unit_norm(worst: float, x: torch.Tensor, name: str) -> None:
+    """Raise the error of :func:`check_unit_norm` for a measured ``worst = max |norm - 1|``."""
+    if not math.isfinite(worst) and not _all_finite(x):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    tol = unit_norm_tolerance(x.dtype)
+    if not worst <= tol:
         raise ValueError(
             f"{name} must have unit-norm rows (embeddings on the sphere S^(d-1)); the largest "
             f"deviation |norm - 1| is {worst:.3g} > {tol:g}. Normalise first, e.g. "
             f"torch.nn.functional.normalize({name}, dim=-1)"
         )
+
+
+def check_unit_norm(x: torch.Tensor, name: str) -> None:
+    """Raise unless every row (last dimension) of ``x`` has Euclidean norm 1.
+
+    The tolerance follows the dtype (:func:`unit_norm_tolerance`, absolute, on the norm). A NaN
+    or infinite entry makes its row's norm non-finite: that is reported as such (so a passing
+    check also proves every entry finite).
+    """
+    if x.numel() == 0:
+        return
+    raise_unless_unit_norm(float(norm_deviation(x)), x, name)
