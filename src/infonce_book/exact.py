@@ -36,8 +36,13 @@ def ein(z) -> np.ndarray:
 
     Series ``sum_{n>=1} (-1)^{n+1} z^n / (n n!)`` for ``z <= 1`` (relative accuracy near 0, where
     ``Ein(z) ~ z``), and ``E1(z) + log z + gamma`` (scipy's ``exp1``) above.
+
+    Raises:
+        ValueError: an entry of z that is negative or NaN (``+inf`` gives ``+inf``).
     """
     z = np.asarray(z, dtype=np.float64)
+    if np.any(np.isnan(z)) or np.any(z < 0):
+        raise ValueError(f"z must be >= 0 (Ein is used here on [0, inf)), got z={z!r}")
     out = np.empty_like(z)
     small = z <= 1.0
     zs = z[small]
@@ -56,45 +61,69 @@ class _DiscreteLaws:
     """Laplace transforms of the weights for one anchor, when they take finitely many values:
     ``W`` (values), ``w_neg`` (their probabilities for a negative), ``w_pos`` (for the positive).
 
-    Used directly for the finite model, and with Gauss--Jacobi nodes for the vMF model.
+    Used directly for the finite model, and with Gauss--Jacobi nodes for the vMF model. The
+    weights may be given in any scale (``E log T`` only depends on ``W / mu``): the models pass
+    ``V = W / mu`` (``mu = 1``), with ``log_W`` computed in log space, so that nothing overflows
+    at small temperatures (``W = e^{beta s}`` exceeds float64 beyond beta of about 709).
     """
 
     closed_form = False
 
-    def __init__(self, W: np.ndarray, w_neg: np.ndarray, w_pos: np.ndarray, beta: float, mu: float | None = None):
+    def __init__(self, W: np.ndarray, w_neg: np.ndarray, w_pos: np.ndarray, beta: float, mu: float | None = None,
+                 log_W: np.ndarray | None = None):
         self.W, self.w_neg, self.w_pos, self.beta = (np.asarray(W, float), np.asarray(w_neg, float),
                                                      np.asarray(w_pos, float), float(beta))
+        if log_W is None:
+            with np.errstate(divide="ignore"):
+                log_W = np.log(self.W)
+        self.log_W = np.asarray(log_W, float)
         self.mu = float(self.w_neg @ self.W) if mu is None else float(mu)
-        self.w_max, self.w_min = float(self.W.max()), float(self.W.min())
+        self.w_max = float(self.W.max())
+        self.log_w_min = float(self.log_W.min())
 
     def laplace_neg_minus_one(self, t: np.ndarray) -> np.ndarray:
         """``L(t) - 1 = E expm1(-t W)``, with relative accuracy for small t; shape of t."""
         return np.expm1(-np.multiply.outer(np.asarray(t, dtype=np.float64), self.W)) @ self.w_neg
 
-    def _log_laplace_large_t(self, t: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore"):
-            return special.logsumexp(np.log(weights) - np.multiply.outer(t, self.W), axis=-1)
+    def _log_laplace_log_t(self, log_t: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """``log sum_i weights_i e^{-t W_i}`` from ``log t`` (t itself may exceed float64)."""
+        with np.errstate(divide="ignore", over="ignore"):
+            tw = np.exp(np.add.outer(log_t, self.log_W))  # inf where negligible: e^{-inf} = 0
+            return special.logsumexp(np.log(weights) - tw, axis=-1)
 
-    def _log_laplace_neg_large_t(self, t: np.ndarray) -> np.ndarray:
-        return self._log_laplace_large_t(t, self.w_neg)
+    def _log_laplace_neg_large_log_t(self, log_t: np.ndarray) -> np.ndarray:
+        return self._log_laplace_log_t(log_t, self.w_neg)
 
     def log_laplace_neg(self, t: np.ndarray) -> np.ndarray:
         """``log L(t)``: ``log1p(L - 1)`` while ``t max W <= 1/2`` (relative accuracy of the
         centred part), then the log of ``L`` itself."""
         t = np.asarray(t, dtype=np.float64)
-        small = t * self.w_max <= 0.5
-        out = np.empty_like(t)
-        out[small] = np.log1p(self.laplace_neg_minus_one(t[small]))
-        out[~small] = self._log_laplace_neg_large_t(t[~small])
+        with np.errstate(divide="ignore"):
+            return self.log_laplace_neg_log_t(np.log(t))
+
+    def log_laplace_neg_log_t(self, log_t: np.ndarray) -> np.ndarray:
+        """``log L(t)`` from ``log t`` (see :meth:`log_laplace_neg`)."""
+        log_t = np.asarray(log_t, dtype=np.float64)
+        small = log_t + math.log(self.w_max) <= math.log(0.5)
+        out = np.empty_like(log_t)
+        out[small] = np.log1p(self.laplace_neg_minus_one(np.exp(log_t[small])))
+        out[~small] = self._log_laplace_neg_large_log_t(log_t[~small])
         return out
 
     def log_laplace_pos(self, t: np.ndarray) -> np.ndarray:
         """``log L+(t) = log E e^{-t W+}``."""
         t = np.asarray(t, dtype=np.float64)
-        small = t * self.w_max <= 0.5
-        out = np.empty_like(t)
-        out[small] = np.log1p(np.expm1(-np.multiply.outer(t[small], self.W)) @ self.w_pos)
-        out[~small] = self._log_laplace_large_t(t[~small], self.w_pos)
+        with np.errstate(divide="ignore"):
+            return self.log_laplace_pos_log_t(np.log(t))
+
+    def log_laplace_pos_log_t(self, log_t: np.ndarray) -> np.ndarray:
+        """``log L+(t)`` from ``log t``."""
+        log_t = np.asarray(log_t, dtype=np.float64)
+        small = log_t + math.log(self.w_max) <= math.log(0.5)
+        out = np.empty_like(log_t)
+        t_small = np.exp(log_t[small])
+        out[small] = np.log1p(np.expm1(-np.multiply.outer(t_small, self.W)) @ self.w_pos)
+        out[~small] = self._log_laplace_log_t(log_t[~small], self.w_pos)
         return out
 
     def centred_cgf(self, t: np.ndarray) -> np.ndarray:
@@ -102,35 +131,87 @@ class _DiscreteLaws:
         return self.log_laplace_neg(t) + t * self.mu
 
 
+def _exp1_from_log(log_x: np.ndarray) -> np.ndarray:
+    """``E1(x)`` from ``log x``: scipy's ``exp1``, and ``-gamma - log x`` (error below x, i.e.
+    below 1e-300) where x itself would underflow."""
+    log_x = np.asarray(log_x, dtype=np.float64)
+    out = np.empty_like(log_x)
+    tiny = log_x < -690.0
+    out[tiny] = -np.euler_gamma - log_x[tiny]
+    with np.errstate(over="ignore"):
+        out[~tiny] = special.exp1(np.exp(log_x[~tiny]))
+    return out
+
+
+# Relative agreement that the vMF laws on the quadrature nodes must reach with the closed forms
+# (the first two moments of W/mu under the data and the positive-pair laws, and the mean cosine of
+# a positive) before the quadrature is trusted; well-resolved cases reach about 1e-13.
+RESOLUTION_TOLERANCE = 1e-8
+
+
 class _SimilarityLaws(_DiscreteLaws):
-    """The vMF model's weights on Gauss--Jacobi nodes for ``s = <x, y>``; for dim 3 the negative
-    weight's transform in closed form (``Ein`` and ``E1``)."""
+    """The vMF model's weights ``V = e^{beta s} / mu`` (in units of their mean, so nothing
+    overflows) on Gauss--Jacobi nodes for ``s = <x, y>``; for dim 3 the negative weight's
+    transform in closed form (``Ein`` and ``E1``).
+
+    Raises ValueError when the nodes cannot resolve the laws (a large kappa or beta in a high
+    dimension puts the mass of ``e^{kappa s}`` or ``e^{beta s}`` where the nodes are sparse): the
+    node averages of ``V`` and ``V^2`` (negative and positive) and of the positive's cosine are
+    compared with their closed forms (``E V^j = Z(j beta) / Z(beta)^j``,
+    ``E V+^j = Z(kappa + j beta) / (Z(kappa) Z(beta)^j)``, ``A_p(kappa)``).
+    """
 
     def __init__(self, model, beta: float, n_nodes: int = _N_NODES, closed_form: bool = True):
+        from .models import mean_resultant_length
+
         p = model.dim
         alpha = (p - 3.0) / 2.0
         nodes, weights = special.roots_jacobi(n_nodes, alpha, alpha)
         log_tilt = model.kappa * nodes
         wp = weights * np.exp(log_tilt - log_tilt.max())
-        super().__init__(np.exp(beta * nodes), weights / weights.sum(), wp / wp.sum(), beta,
-                         mu=math.exp(float(model.log_partition(beta))))
-        self.model, self.s = model, nodes
+        log_mu = float(model.log_partition(beta))
+        log_V = beta * nodes - log_mu
+        super().__init__(np.exp(log_V), weights / weights.sum(), wp / wp.sum(), beta, mu=1.0, log_W=log_V)
+        self.model, self.s, self.log_mu = model, nodes, log_mu
         self.closed_form = closed_form and p == 3
-        self.w_max, self.w_min = math.exp(beta), math.exp(-beta)
+        self.w_max, self.log_w_min = math.exp(beta - log_mu), -beta - log_mu
+        lz = lambda b: float(model.log_partition(b))  # noqa: E731
+        kap = model.kappa
+        log_v2 = 2.0 * log_V
+        # (name, log of the node average, log of the closed form): the first and second moments
+        # of V under both laws, and the positive's mean cosine (shifted to be positive).
+        checks = [
+            ("E[W/mu] (negatives)", special.logsumexp(log_V, b=self.w_neg), 0.0),
+            ("E[(W/mu)^2] (negatives)", special.logsumexp(log_v2, b=self.w_neg), lz(2.0 * beta) - 2.0 * log_mu),
+            ("E[W+/mu] (positive)", special.logsumexp(log_V, b=self.w_pos), lz(kap + beta) - lz(kap) - log_mu),
+            ("E[(W+/mu)^2] (positive)", special.logsumexp(log_v2, b=self.w_pos),
+             lz(kap + 2.0 * beta) - lz(kap) - 2.0 * log_mu),
+            ("1 + E<x, x+> (positive)", math.log(1.0 + float(self.w_pos @ nodes)),
+             math.log(1.0 + float(mean_resultant_length(p, kap)))),
+        ]
+        for name, log_nodes, log_closed in checks:
+            err = abs(float(log_nodes) - log_closed)  # relative error, to first order
+            if not err <= RESOLUTION_TOLERANCE:
+                raise ValueError(
+                    f"the exact quadrature does not resolve the vMF model at dim={p}, kappa={kap:g}, "
+                    f"tau={1.0 / beta:g} with {n_nodes} Gauss--Jacobi nodes: their {name} is "
+                    f"exp({float(log_nodes):.10g}) against the closed form exp({log_closed:.10g}) (relative "
+                    f"error {err:.2g} > {RESOLUTION_TOLERANCE:g}); use a larger tau or a smaller kappa here, "
+                    f"or Monte Carlo (infonce_book.estimators.monte_carlo_bias)")
 
     def laplace_neg_minus_one(self, t: np.ndarray) -> np.ndarray:
         if not self.closed_form:
             return super().laplace_neg_minus_one(t)
         t = np.asarray(t, dtype=np.float64)
-        b = self.beta
-        return -(ein(t * math.exp(b)) - ein(t * math.exp(-b))) / (2.0 * b)
+        b, lm = self.beta, self.log_mu
+        return -(ein(t * math.exp(b - lm)) - ein(t * math.exp(-b - lm))) / (2.0 * b)
 
-    def _log_laplace_neg_large_t(self, t: np.ndarray) -> np.ndarray:
+    def _log_laplace_neg_large_log_t(self, log_t: np.ndarray) -> np.ndarray:
         if not self.closed_form:
-            return super()._log_laplace_neg_large_t(t)
-        b = self.beta
+            return super()._log_laplace_neg_large_log_t(log_t)
+        b, lm = self.beta, self.log_mu
         with np.errstate(divide="ignore"):
-            return np.log(special.exp1(t * math.exp(-b)) - special.exp1(t * math.exp(b))) - math.log(2.0 * b)
+            return np.log(_exp1_from_log(log_t - b - lm) - _exp1_from_log(log_t + b - lm)) - math.log(2.0 * b)
 
 
 def expected_log_T(laws: _DiscreteLaws, ks, standard: bool = True):
@@ -140,31 +221,42 @@ def expected_log_T(laws: _DiscreteLaws, ks, standard: bool = True):
     Returns ``(values, abs_error)``: a float64 array over ks and quad_vec's error estimate.
     """
     ks_arr = np.asarray(ks, dtype=np.float64)
-    mu = laws.mu
+    log_k_mu = np.log(ks_arr * laws.mu)
 
     def integrand(v: float) -> np.ndarray:
         # f(u) = e^{-u} - G(u), G = L+(t) L(t)^k, t = u/(k mu); integrating f(u)/u du = f(e^v) dv.
-        u = math.exp(v)
-        t = u / (ks_arr * mu)
-        pos = laws.log_laplace_pos(t) if standard else 0.0
-        if u < 700.0:
+        if v < math.log(700.0):
+            u = math.exp(v)
+            t = u / (ks_arr * laws.mu)
+            pos = laws.log_laplace_pos(t) if standard else 0.0
             # log G + u = k (log L(t) + t mu) + log L+(t) is small where the two terms cancel.
             return -math.exp(-u) * np.expm1(ks_arr * laws.centred_cgf(t) + pos)
-        # Far out e^{-u} < 1e-304: no cancellation left; form log G directly (u itself may
-        # exceed 1e20, so adding and subtracting t mu k = u would lose all digits of log G).
-        return math.exp(-u) - np.exp(ks_arr * laws.log_laplace_neg(t) + pos)
+        # Far out e^{-u} < 1e-304: no cancellation left; form log G directly from log t (u itself
+        # may exceed float64 at small temperatures, and adding and subtracting t mu k = u would
+        # lose all digits of log G).
+        log_t = v - log_k_mu
+        pos = laws.log_laplace_pos_log_t(log_t) if standard else 0.0
+        return -np.exp(ks_arr * laws.log_laplace_neg_log_t(log_t) + pos)
 
     # Where the integrand is negligible: below, f ~ u (E T - 1); above, L(t)^k decays once
     # t = u/(k mu) >> 1/min W.
     v_lo = math.log(1e-20)
-    v_hi = math.log(ks_arr.max() * mu / laws.w_min) + math.log(60.0)
+    v_hi = float(log_k_mu.max()) - laws.log_w_min + math.log(60.0)
     # For k = 1 and small tau, L decays only logarithmically up to t ~ 1/min W; extend until
     # the largest remaining integrand is below 1e-20.
     while np.max(np.abs(integrand(v_hi))) > 1e-20:
         v_hi += 2.0
+    points = [float(x) for x in (log_k_mu.min(), log_k_mu.max()) if v_lo < x < v_hi]
     values, err = integrate.quad_vec(integrand, v_lo, v_hi, epsabs=1e-14, epsrel=1e-12, limit=2000,
-                                     points=[math.log(m) for m in (ks_arr.min() * mu, ks_arr.max() * mu)])
+                                     points=points or None)
     return values, float(err)
+
+
+def _check_ks(ks) -> np.ndarray:
+    arr = np.atleast_1d(ks)
+    if arr.size == 0:
+        raise ValueError("ks must hold at least one k (an integer >= 1), got an empty sequence")
+    return np.array([check_k(k) for k in arr.ravel()], dtype=np.float64)
 
 
 def exact_bias(model, ks, tau, variant: str = "standard", *, closed_form: bool = True,
@@ -184,9 +276,13 @@ def exact_bias(model, ks, tau, variant: str = "standard", *, closed_form: bool =
         float64 array of shape (len(ks),), in nats; optionally ``(values, abs_error)``.
     Source: book, C1 chapter, eq. ``c1-eq-frullani``; DESIGN section 4.
     """
+    from .models import FiniteModel, VonMisesFisher
+
+    if not isinstance(model, (VonMisesFisher, FiniteModel)):
+        raise TypeError(f"model must be a VonMisesFisher or a FiniteModel, got {type(model).__name__}")
     check_choice(variant, "variant", VARIANTS)
     beta = 1.0 / check_tau(tau)
-    ks_arr = np.array([check_k(k) for k in np.atleast_1d(ks)], dtype=np.float64)
+    ks_arr = _check_ks(ks)
     standard = variant == "standard"
     if hasattr(model, "anchor_laws"):  # finite model: an exact average over its N anchors
         values, err = np.zeros_like(ks_arr), 0.0
@@ -243,7 +339,19 @@ def snis_bias(m, f, p, ks) -> tuple[np.ndarray, float]:
     Source: book, C2 chapter, Lemma ``c2-lem-snis``.
     """
     m, f, p = (np.asarray(a, dtype=np.float64) for a in (m, f, p))
-    ks_arr = np.array([check_k(k) for k in np.atleast_1d(ks)], dtype=np.float64)
+    for name, a in (("m", m), ("f", f), ("p", p)):
+        if a.ndim != 1 or a.size == 0:
+            raise ValueError(f"{name} must be a non-empty 1-D array, got shape {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} contains NaN or infinite entries")
+    if not m.shape == f.shape == p.shape:
+        raise ValueError(f"m, f and p must have the same length; got m {m.shape}, f {f.shape}, p {p.shape}")
+    if np.any(p < 0) or abs(p.sum() - 1.0) > 1e-9:
+        raise ValueError(f"p must be a probability vector (entries >= 0 summing to 1), got sum {p.sum():.12g}, "
+                         f"min {p.min():.3g}")
+    if np.any(m <= 0):
+        raise ValueError(f"m must be > 0 (a density ratio bounded below), got min m={m.min():.6g}")
+    ks_arr = _check_ks(ks)
     mf = float(p @ (m * f))
 
     def log_lm(t):  # log E e^{-t m}: log1p form (relative accuracy) for small t, logsumexp beyond

@@ -14,7 +14,8 @@ import numpy as np
 import torch
 from scipy import special
 
-from ._validation import check_choice, check_k, check_nonneg, check_tau
+from ._validation import (check_at_least, check_choice, check_float_tensor, check_k, check_nonneg, check_seed,
+                          check_tau, check_unit_norm)
 from .losses import VARIANTS
 
 
@@ -24,6 +25,13 @@ def _check_dim(dim) -> int:
     if dim < 2:
         raise ValueError(f"dim must be an integer >= 2 (the sphere S^(dim-1) in R^dim), got dim={dim}")
     return int(dim)
+
+
+def _exp_or_raise(log_value: float, name: str, tau: float, hint: str = "") -> float:
+    """``exp(log_value)``, or OverflowError naming the quantity and tau where float64 cannot hold it."""
+    if log_value > 709.78:
+        raise OverflowError(f"{name} = exp({log_value:.6g}) overflows float64 at tau={tau!r}{hint}")
+    return math.exp(log_value)
 
 
 def log_vmf_partition(dim: int, b) -> np.ndarray:
@@ -82,6 +90,8 @@ def mean_resultant_length(dim: int, kappa) -> np.ndarray:
     """``A_p(kappa) = I_{p/2}(kappa) / I_{p/2-1}(kappa) = E <x, x+>`` for ``x+ ~ vMF(x, kappa)``."""
     dim = _check_dim(dim)
     kappa = np.asarray(kappa, dtype=np.float64)
+    if np.any(~np.isfinite(kappa)) or np.any(kappa < 0):
+        raise ValueError(f"kappa must be finite and >= 0, got kappa={kappa!r}")
     pos = np.maximum(kappa, 1e-8).reshape(-1)
     ratio = np.exp(_log_bessel_i(dim / 2.0, pos) - _log_bessel_i(dim / 2.0 - 1.0, pos)).reshape(kappa.shape)
     return np.where(kappa < 1e-8, kappa / dim, ratio)
@@ -146,26 +156,48 @@ class VonMisesFisher:
         return 1.0 / self.kappa
 
     def log_density_ratio(self, s) -> np.ndarray:
-        """``log m(x, y) = kappa s - log Z(kappa)`` as a function of ``s = <x, y>``."""
-        return self.kappa * np.asarray(s, dtype=np.float64) - float(self.log_partition(self.kappa))
+        """``log m(x, y) = kappa s - log Z(kappa)`` as a function of ``s = <x, y>`` in [-1, 1]."""
+        s = np.asarray(s, dtype=np.float64)
+        if not np.all(np.isfinite(s)) or np.any(np.abs(s) > 1.0 + 1e-12):
+            raise ValueError(f"s must hold cosines <x, y> in [-1, 1] (finite), got values in "
+                             f"[{np.min(s):.6g}, {np.max(s):.6g}]")
+        return self.kappa * s - float(self.log_partition(self.kappa))
 
-    def weight_moments(self, tau) -> dict:
-        """Normalised moments of the weights given an anchor (constant in x for this model).
-
-        Returns a dict with ``mu = E W``, ``sigma2 = Var W``, the raw moments ``u1, u2, u3`` of
-        ``U = W+/mu`` and the central moments ``m2, m3, m4`` of ``V = W/mu``.
+    def normalised_weight_moments(self, tau) -> dict:
+        """``log mu`` and the normalised moments of the weights given an anchor (constant in x):
+        the raw moments ``u1, u2, u3`` of ``U = W+/mu`` and the central moments ``m2, m3, m4`` of
+        ``V = W/mu``, each formed from log partition functions (finite where ``mu = E W`` itself
+        overflows, e.g. tau = 1e-3 on S^2). Raises OverflowError naming the moment where one
+        exceeds float64 (e.g. ``E V^4 ~ beta^(3(p-1)/2)`` at dim 768 and small tau).
         """
-        beta = 1.0 / check_tau(tau)
+        tau = check_tau(tau)
+        beta = 1.0 / tau
         lz = lambda b: float(self.log_partition(b))  # noqa: E731
         lmu = lz(beta)
-        ev = {j: math.exp(lz(j * beta) - j * lmu) for j in range(1, 5)}  # E V^j
-        u = {j: math.exp(lz(self.kappa + j * beta) - lz(self.kappa) - j * lmu) for j in range(1, 4)}
+        ev = {j: _exp_or_raise(lz(j * beta) - j * lmu, f"E[(W/mu)^{j}]", tau) for j in range(1, 5)}
+        u = {j: _exp_or_raise(lz(self.kappa + j * beta) - lz(self.kappa) - j * lmu, f"E[(W+/mu)^{j}]", tau)
+             for j in range(1, 4)}
         m2 = ev[2] - 1.0
         m3 = ev[3] - 3.0 * ev[2] + 2.0
         m4 = ev[4] - 4.0 * ev[3] + 6.0 * ev[2] - 3.0
-        mu = math.exp(lmu)
-        return {"mu": mu, "sigma2": m2 * mu * mu, "u1": u[1], "u2": u[2], "u3": u[3],
-                "m2": m2, "m3": m3, "m4": m4}
+        return {"log_mu": lmu, "u1": u[1], "u2": u[2], "u3": u[3], "m2": m2, "m3": m3, "m4": m4}
+
+    def weight_moments(self, tau) -> dict:
+        """Moments of the weights given an anchor (constant in x for this model).
+
+        Returns a dict with ``mu = E W``, ``sigma2 = Var W``, ``log_mu``, the raw moments
+        ``u1, u2, u3`` of ``U = W+/mu`` and the central moments ``m2, m3, m4`` of ``V = W/mu``.
+        Raises OverflowError where ``mu`` or ``sigma2`` exceeds float64 (on S^2 below tau of about
+        1/700): :meth:`normalised_weight_moments` has everything else.
+        """
+        tau = check_tau(tau)
+        out = self.normalised_weight_moments(tau)
+        hint = "; normalised_weight_moments(tau) gives log_mu and the normalised moments"
+        mu = _exp_or_raise(out["log_mu"], "mu = E W = Z(1/tau)", tau, hint)
+        sigma2 = out["m2"] * mu * mu  # m2 >= 0 up to rounding
+        if not math.isfinite(sigma2):
+            raise OverflowError(f"sigma2 = Var W = m2 mu^2 overflows float64 at tau={tau!r}{hint}")
+        return {"mu": mu, "sigma2": sigma2, **out}
 
     def bias_coefficients(self, tau, variant: str = "standard", order: int = 2) -> tuple:
         """``(c1, c2)`` (or ``(c1, c2, c3)`` with ``order=3``) with
@@ -180,7 +212,7 @@ class VonMisesFisher:
             raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
         from .symbolic import bias_coefficient_functions
 
-        mom = self.weight_moments(tau)
+        mom = self.normalised_weight_moments(tau)
         args = (mom["u1"], mom["u2"], mom["u3"], mom["m2"], mom["m3"], mom["m4"])
         return tuple(float(f(*args)) for f in bias_coefficient_functions(variant, order))
 
@@ -219,7 +251,9 @@ class VonMisesFisher:
             val = float(self.search_cross_entropy_curve([k], tau)[0])
             return SearchCrossEntropy(val, val, val, "laplace")
         dev = resolve_device(device)
-        gen = torch.Generator(device=dev).manual_seed(int(seed))
+        gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
+        if batch_size is not None:
+            batch_size = check_k(batch_size, "batch_size")
         log_zk = float(self.log_partition(self.kappa))
         bs = batch_size or max(1, min(4096, 2**22 // k))
 
@@ -229,7 +263,8 @@ class VonMisesFisher:
             s = torch.einsum("bd,bkd->bk", x, db)
             return s, self.kappa * s - log_zk
 
-        return _mc_search_cross_entropy(sample_batch, k, check_k(n_queries, "n_queries"), tau, bs)
+        return _mc_search_cross_entropy(sample_batch, k, check_at_least(n_queries, "n_queries", 2, "an interval "
+                                        "needs two queries"), tau, bs)
 
     def search_cross_entropy_curve(self, ks, tau) -> np.ndarray:
         """``E[H(M_hat_k, Q_hat_k)] - log k`` for many k at once, exactly (Laplace method)."""
@@ -254,9 +289,10 @@ class VonMisesFisher:
         kap = self.kappa
         log_z = lambda b: float(self.log_partition(b))  # noqa: E731
         a = lambda c: float(mean_resultant_length(self.dim, c))  # noqa: E731
-        d1 = beta * math.exp(log_z(2 * kap) - 2 * log_z(kap)) * (a(2 * kap) - a(kap))  # beta Cov_M(m, s)
+        ratio = _exp_or_raise(log_z(2 * kap) - 2 * log_z(kap), "Z(2 kappa) / Z(kappa)^2 = E_M m", 1.0 / beta)
+        d1 = beta * ratio * (a(2 * kap) - a(kap))  # beta Cov_M(m, s)
         if variant == "standard":
-            d1 -= self.weight_moments(tau)["u1"]
+            d1 -= self.normalised_weight_moments(tau)["u1"]
         return d1
 
     # ------------------------------------------------------------------ samplers
@@ -302,6 +338,10 @@ class VonMisesFisher:
         if not isinstance(anchors, torch.Tensor) or anchors.dim() != 2 or anchors.shape[1] != self.dim:
             shape = tuple(anchors.shape) if isinstance(anchors, torch.Tensor) else type(anchors).__name__
             raise ValueError(f"anchors must be a tensor of shape (n, {self.dim}), got {shape}")
+        check_float_tensor(anchors, "anchors")
+        if anchors.shape[0] == 0:
+            raise ValueError(f"anchors must have at least one row, got shape {tuple(anchors.shape)}")
+        check_unit_norm(anchors, "anchors")  # the kernel vMF(x, kappa) needs x on the sphere
         n = anchors.shape[0]
         w = self.sample_cosines(n, generator=generator, device=anchors.device, dtype=anchors.dtype)
         g = torch.randn(n, self.dim, generator=generator, device=anchors.device, dtype=anchors.dtype)
@@ -434,12 +474,19 @@ class FiniteModel:
         log_mu = special.logsumexp(beta * self.S, b=self.pi[None, :], axis=1)
         return float(self.pi @ (-beta * (self.kernel * self.S).sum(axis=1) + log_mu))
 
+    def _log_mu(self, beta: float) -> np.ndarray:
+        """``log mu(x) = log sum_y pi(y) e^{beta s(x, y)}`` for each anchor: (N,)."""
+        return special.logsumexp(beta * self.S, b=self.pi[None, :], axis=1)
+
     def anchor_laws(self, beta: float):
-        """``(pi(x), laws of the weights given x)`` for each anchor x (used by the quadrature)."""
+        """``(pi(x), laws of the weights given x)`` for each anchor x (used by the quadrature),
+        the weights in units of their mean (``W/mu``, so nothing overflows at small tau)."""
         from .exact import _DiscreteLaws
 
+        log_mu = self._log_mu(beta)
         for x in range(self.N):
-            yield self.pi[x], _DiscreteLaws(np.exp(beta * self.S[x]), self.pi, self.kernel[x], beta)
+            log_v = beta * self.S[x] - log_mu[x]
+            yield self.pi[x], _DiscreteLaws(np.exp(log_v), self.pi, self.kernel[x], beta, mu=1.0, log_W=log_v)
 
     def exact_bias(self, k, tau, variant: str = "standard") -> float:
         """``L_k - log k - L_inf``, exact (Laplace/Frullani with discrete transforms)."""
@@ -474,25 +521,38 @@ class FiniteModel:
                 total += self.pi[x] * self.kernel[x, y] * (p_db @ loss)
         return float(total - math.log(k))
 
-    def weight_moments(self, tau) -> dict:
-        """Per-anchor arrays (N,) of ``mu, u1, u2, u3, m2, m3, m4`` (see the notation page)."""
+    def normalised_weight_moments(self, tau) -> dict:
+        """Per-anchor arrays (N,) of ``log_mu, u1, u2, u3, m2, m3, m4`` (see the notation page),
+        formed from ``V = W/mu = e^{beta s - log mu}`` (finite at any tau: ``V <= 1/min pi``)."""
         beta = 1.0 / check_tau(tau)
-        W = np.exp(beta * self.S)
-        mu = W @ self.pi
-        V = W / mu[:, None]
-        out = {"mu": mu}
+        log_mu = self._log_mu(beta)
+        V = np.exp(beta * self.S - log_mu[:, None])
+        out = {"log_mu": log_mu}
         for j in (1, 2, 3):
             out[f"u{j}"] = (self.kernel * V**j).sum(axis=1)
         for j in (2, 3, 4):
             out[f"m{j}"] = ((V - 1.0) ** j) @ self.pi
         return out
 
+    def weight_moments(self, tau) -> dict:
+        """Per-anchor arrays (N,) of ``mu, log_mu, u1, u2, u3, m2, m3, m4``; raises OverflowError
+        where ``mu = E W`` exceeds float64 (tau below about 1/709 for cosines near 1):
+        :meth:`normalised_weight_moments` has the rest."""
+        tau = check_tau(tau)
+        out = self.normalised_weight_moments(tau)
+        worst = float(out["log_mu"].max())
+        _exp_or_raise(worst, "mu = E W", tau, "; normalised_weight_moments(tau) gives log_mu and the "
+                      "normalised moments")
+        return {"mu": np.exp(out["log_mu"]), **out}
+
     def bias_coefficients(self, tau, variant: str = "standard", order: int = 2) -> tuple:
         """``(c1, c2[, c3])`` of Theorem ``c1-thm-rate``, averaged exactly over the anchors."""
         from .symbolic import bias_coefficient_functions
 
         check_choice(variant, "variant", VARIANTS)
-        mom = self.weight_moments(tau)
+        if order not in (1, 2, 3):
+            raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
+        mom = self.normalised_weight_moments(tau)
         args = (mom["u1"], mom["u2"], mom["u3"], mom["m2"], mom["m3"], mom["m4"])
         return tuple(float(self.pi @ (np.asarray(f(*args)) * np.ones(self.N)))
                      for f in bias_coefficient_functions(variant, order))
@@ -507,7 +567,7 @@ class FiniteModel:
         e_ms = (self.kernel * self.m * self.S).sum(axis=1)
         d = beta * (e_ms - e_m * e_s)
         if variant == "standard":
-            d = d - self.weight_moments(tau)["u1"]
+            d = d - self.normalised_weight_moments(tau)["u1"]
         return float(self.pi @ d)
 
     def search_cross_entropy(self, k, tau, *, method: str = "auto", n_queries: int = 20000, seed: int = 0):
@@ -542,7 +602,7 @@ class FiniteModel:
         if method == "laplace":
             val = float(self.search_cross_entropy_curve([k], tau)[0])
             return SearchCrossEntropy(val, val, val, "laplace")
-        gen = torch.Generator().manual_seed(int(seed))
+        gen = torch.Generator().manual_seed(check_seed(seed))
         pi_t, S_t, logm_t = (torch.as_tensor(a) for a in (self.pi, self.S, np.log(self.m)))
 
         def sample_batch(n):
@@ -550,8 +610,8 @@ class FiniteModel:
             db = torch.multinomial(pi_t, n * k, replacement=True, generator=gen).reshape(n, k)
             return S_t[x[:, None], db], logm_t[x[:, None], db]
 
-        return _mc_search_cross_entropy(sample_batch, k, check_k(n_queries, "n_queries"), tau,
-                                        max(1, min(4096, 2**22 // k)))
+        return _mc_search_cross_entropy(sample_batch, k, check_at_least(n_queries, "n_queries", 2, "an interval "
+                                        "needs two queries"), tau, max(1, min(4096, 2**22 // k)))
 
     def search_cross_entropy_curve(self, ks, tau) -> np.ndarray:
         """``E[H(M_hat_k, Q_hat_k)] - log k`` for many k at once, exactly (Laplace method)."""
