@@ -9,10 +9,14 @@ import torch
 
 
 def check_tau(tau) -> float:
-    """Return ``tau`` as a float; raise if it is not a finite number > 0."""
+    """Return ``tau`` as a float; raise if it is not a finite number > 0 (a Python number, or a
+    one-element floating-point tensor)."""
     if isinstance(tau, torch.Tensor):
         if tau.numel() != 1:
             raise ValueError(f"tau must be a scalar, got a tensor of shape {tuple(tau.shape)}")
+        if not torch.is_floating_point(tau):
+            raise TypeError(f"tau must be a real number in (0, inf); a tensor tau must be floating-point "
+                            f"(it can be learned), got dtype {tau.dtype}")
         tau = tau.item()
     if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
         raise TypeError(f"tau must be a real number in (0, inf), got {tau!r}")
@@ -34,6 +38,62 @@ def check_k(k, name: str = "k", meaning: str = "number of negatives") -> int:
     if k < 1:
         raise ValueError(f"{what} must be an integer >= 1, got {name}={k}")
     return k
+
+
+def check_positive(value, name: str) -> float:
+    """Return ``value`` as a float; raise unless it is a finite real number > 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in (0, inf), got {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0.0:
+        raise ValueError(f"{name} must be in (0, inf) (finite, > 0), got {name}={value!r}")
+    return value
+
+
+def check_real(value, name: str) -> float:
+    """Return ``value`` as a float; raise unless it is a finite real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a finite real number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {name}={value!r}")
+    return value
+
+
+def check_level(level, name: str = "level") -> float:
+    """Return a confidence level as a float; raise unless it is in the open interval (0, 1)."""
+    if isinstance(level, bool) or not isinstance(level, numbers.Real):
+        raise TypeError(f"{name} must be a number in (0, 1) (a confidence level), got {level!r}")
+    level = float(level)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"{name} must be in (0, 1) (a confidence level), got {name}={level!r}")
+    return level
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """Return ``seed`` as an int; raise unless it is an integer >= 0."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= 0, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {name}={int(seed)}")
+    return int(seed)
+
+
+def check_bool(value, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {name}={value!r}")
+    return value
+
+
+def check_at_least(value, name: str, minimum: int, why: str = "") -> int:
+    """Return ``value`` as an int; raise unless it is an integer >= ``minimum`` (``why`` is added
+    to the message)."""
+    why = f" ({why})" if why else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}{why}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}{why}, got {name}={int(value)}")
+    return int(value)
 
 
 def check_nonneg(value, name: str) -> float:

@@ -20,12 +20,24 @@ import math
 
 import numpy as np
 
-from ._validation import check_choice, check_k, check_nonneg, check_tau
+from ._validation import check_choice, check_k, check_nonneg, check_positive, check_real, check_tau
 from .losses import VARIANTS
 
 
 def _ks(k) -> np.ndarray:
-    return np.array([check_k(v) for v in np.atleast_1d(k)], dtype=np.float64)
+    ks = np.atleast_1d(k)
+    if ks.size == 0:
+        raise ValueError("k must hold at least one number of negatives (an integer >= 1), got an empty array")
+    return np.array([check_k(v) for v in ks], dtype=np.float64)
+
+
+def _exp_or_raise(log_value, name: str, tau: float, hint: str = ""):
+    """``exp(log_value)`` (a number or an array), or OverflowError naming the quantity and tau
+    where float64 cannot hold it (a bound of ``inf`` would say nothing)."""
+    worst = float(np.max(log_value))
+    if worst > 709.78:
+        raise OverflowError(f"{name} = exp({worst:.6g}) overflows float64 at tau={tau!r}{hint}")
+    return np.exp(log_value)
 
 
 def bias_bounds(k, *, u1: float, u2: float, m2: float, a: float, variant: str = "standard"):
@@ -42,8 +54,10 @@ def bias_bounds(k, *, u1: float, u2: float, m2: float, a: float, variant: str = 
     :func:`infonce_book.symbolic.nonasymptotic_bias_bounds`.
     """
     check_choice(variant, "variant", VARIANTS)
-    if not (0.0 < a <= 1.0):
-        raise ValueError(f"a must be in (0, 1], got a={a!r}")
+    a = check_positive(a, "a")
+    if not a <= 1.0:
+        raise ValueError(f"a must be in (0, 1] (a lower bound on T), got a={a!r}")
+    u1, u2, m2 = check_nonneg(u1, "u1"), check_nonneg(u2, "u2"), check_nonneg(m2, "m2")
     kk = _ks(k)
     if variant == "standard":
         lower = u1 / kk - (m2 / kk + u2 / kk**2) / (2.0 * a)
@@ -83,9 +97,15 @@ def lipschitz_log_bound(k, *, tau: float, sigma: float, mean_w_pos: float) -> np
     Returns:
         float64 array of k's shape, in nats.
     """
-    beta = 1.0 / check_tau(tau)
+    tau = check_tau(tau)
+    beta = 1.0 / tau
+    sigma, mean_w_pos = check_nonneg(sigma, "sigma"), check_nonneg(mean_w_pos, "mean_w_pos")
     kk = _ks(k)
-    return math.exp(beta) * (sigma / np.sqrt(kk) + mean_w_pos / kk)
+    factor = float(_exp_or_raise(beta, "the Lipschitz constant e^beta of log", tau))
+    out = factor * (sigma / np.sqrt(kk) + mean_w_pos / kk)
+    if not np.all(np.isfinite(out)):
+        raise OverflowError(f"the Lipschitz-of-log bound overflows float64 at tau={tau!r}")
+    return out
 
 
 def kl_softmax_bound(tau) -> float:
@@ -161,7 +181,8 @@ def continuity_bound(s_pos, s_neg, s_pos_new, s_neg_new, tau, *, kind: str = "av
     """
     check_choice(kind, "kind", CONTINUITY_KINDS)
     check_choice(variant, "variant", VARIANTS)
-    beta = 1.0 / check_tau(tau)
+    tau = check_tau(tau)
+    beta = 1.0 / tau
     if gamma is not None:
         if kind != "dv":
             raise ValueError(f"gamma is only used with kind='dv', got kind={kind!r}, gamma={gamma!r}")
@@ -187,7 +208,13 @@ def continuity_bound(s_pos, s_neg, s_pos_new, s_neg_new, tau, *, kind: str = "av
     hn = np.abs(sn2 - sn)
     if kind == "average":
         denom = (k + 1) if variant == "standard" else k
-        return beta * hp + beta * math.exp(2.0 * beta) / denom * hn.sum(axis=1)
+        total = hn.sum(axis=1)
+        # beta e^{2 beta} / denom * sum_j |h_j|, formed in log space (0 where no negative moved)
+        with np.errstate(divide="ignore"):
+            log_avg = math.log(beta) + 2.0 * beta - math.log(denom) + np.log(total)
+        avg = _exp_or_raise(np.where(total > 0, log_avg, -np.inf), "the average form's term "
+                            "beta e^(2 beta)/(k+1) sum_j |h_j|", tau, "; kind='max' or 'dv' stays finite")
+        return beta * hp + avg
     hmax = hn.max(axis=1)
     if kind == "max":
         return beta * (hp + hmax)
@@ -218,19 +245,37 @@ def loss_lipschitz_constant(L_anchor, L_pos, L_neg, tau, *, kind: str = "average
     """
     check_choice(kind, "kind", ("average", "max"))
     check_choice(variant, "variant", VARIANTS)
-    beta = 1.0 / check_tau(tau)
-    La, Lp, Ln = (np.asarray(v, dtype=np.float64) for v in (L_anchor, L_pos, L_neg))
+    tau = check_tau(tau)
+    beta = 1.0 / tau
+    La, Lp, Ln = (_real_array(v, name) for v, name in ((L_anchor, "L_anchor"), (L_pos, "L_pos"), (L_neg, "L_neg")))
     if La.ndim != 1 or Lp.shape != La.shape or Ln.ndim != 2 or Ln.shape[0] != La.shape[0] or Ln.shape[1] < 1:
         raise ValueError(f"shapes must be L_anchor (B,), L_pos (B,), L_neg (B, k); got {La.shape}, "
                          f"{Lp.shape}, {Ln.shape}")
     for name, v in (("L_anchor", La), ("L_pos", Lp), ("L_neg", Ln)):
         if not np.all(np.isfinite(v)) or np.any(v < 0):
-            raise ValueError(f"{name} must be finite and >= 0")
+            bad = v[~np.isfinite(v) | (v < 0)].ravel()[0]
+            raise ValueError(f"{name} must be finite and >= 0 (Lipschitz constants), got an entry {bad!r}")
     k = Ln.shape[1]
     if kind == "average":
         factor = k / (k + 1) if variant == "standard" else 1.0
-        return beta * (La + Lp) + beta * math.exp(2.0 * beta) * factor * (La + Ln.mean(axis=1))
+        growth = float(_exp_or_raise(2.0 * beta, "the softmax factor e^(2 beta)", tau, "; kind='max' stays finite"))
+        out = beta * (La + Lp) + beta * growth * factor * (La + Ln.mean(axis=1))
+        if not np.all(np.isfinite(out)):
+            raise OverflowError(f"the average-form Lipschitz constant overflows float64 at tau={tau!r}")
+        return out
     return beta * (La + Lp) + beta * (La + Ln.max(axis=1))
+
+
+def _real_array(x, name: str) -> np.ndarray:
+    """``x`` as a float64 array; TypeError naming ``name`` if it is not real-valued."""
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fiu" or arr.dtype == bool:
+        raise TypeError(f"{name} must be a real array, got dtype {arr.dtype}")
+    return arr.astype(np.float64)
 
 
 def rademacher_covering_bound(lipschitz_rms: float, radius: float, n_params: int, n: int) -> float:
@@ -286,12 +331,16 @@ def search_bias_constant(tau, *, sd_m: float, second_moment_m: float, m_min: flo
     vMF model), ``sd_m`` its standard deviation under pi, ``second_moment_m = E_pi m^2`` and
     ``m_min > 0`` a lower bound of m.
     """
-    beta = 1.0 / check_tau(tau)
+    tau = check_tau(tau)
+    beta = 1.0 / tau
     sd_m, second = check_nonneg(sd_m, "sd_m"), check_nonneg(second_moment_m, "second_moment_m")
     m_min = check_nonneg(m_min, "m_min")
     if m_min == 0.0:
-        raise ValueError("m_min must be > 0: the C2 bound needs the density ratio m bounded below")
-    return float(2.0 * beta * sd_m * math.sqrt(second) / m_min + math.exp(2.0 * beta))
+        raise ValueError("m_min must be > 0: the C2 bound needs the density ratio m bounded below, got m_min=0.0")
+    out = 2.0 * beta * sd_m * math.sqrt(second) / m_min + float(_exp_or_raise(2.0 * beta, "e^(2 beta)", tau))
+    if not math.isfinite(out):
+        raise OverflowError(f"C_H(tau) overflows float64 at tau={tau!r}")
+    return float(out)
 
 
 def theorem1_terms(*, train_risk: float, k: int, n: int, tau: float, delta: float, rademacher: float,
@@ -312,10 +361,12 @@ def theorem1_terms(*, train_risk: float, k: int, n: int, tau: float, delta: floa
     """
     k, n = check_k(k), check_k(n, "n")
     tau = check_tau(tau)
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0.0 < delta < 1.0):
+    check_choice(variant, "variant", VARIANTS)
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)):
+        raise TypeError(f"delta must be a number in (0, 1) (the failure probability), got {delta!r}")
+    if not (0.0 < delta < 1.0):
         raise ValueError(f"delta must be in (0, 1), got delta={delta!r}")
-    if not math.isfinite(train_risk):
-        raise ValueError(f"train_risk must be finite, got {train_risk!r}")
+    train_risk = check_real(train_risk, "train_risk")
     rademacher = check_nonneg(rademacher, "rademacher")
     B = loss_range(k, tau, variant=variant)
     terms = {"empirical_risk": float(train_risk - math.log(k)), "complexity": 2.0 * rademacher,

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import torch
 
-from ._validation import check_float_tensor, check_k, check_nonneg
+from ._validation import check_at_least, check_float_tensor, check_k, check_nonneg, check_seed, check_tau
 
 
 def load_digits(*, device=None, dtype=torch.float32):
@@ -33,11 +33,16 @@ def load_digits(*, device=None, dtype=torch.float32):
 
 def split(images: torch.Tensor, labels: torch.Tensor, n_train: int, *, seed: int = 0):
     """A seeded random split: ``(train_images, train_labels, test_images, test_labels)``."""
+    check_float_tensor(images, "images")
+    if not isinstance(labels, torch.Tensor) or labels.dim() != 1 or images.dim() < 1 \
+            or labels.shape[0] != images.shape[0]:
+        raise ValueError(f"labels must be a 1-D tensor with one label per image; got images "
+                         f"{tuple(images.shape)}, labels {tuple(getattr(labels, 'shape', ()))}")
     n_train = check_k(n_train, "n_train")
     n = images.shape[0]
     if n_train >= n:
         raise ValueError(f"n_train must be < {n} (the number of images), got n_train={n_train}")
-    perm = torch.randperm(n, generator=torch.Generator().manual_seed(int(seed))).to(images.device)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(check_seed(seed))).to(images.device)
     tr, te = perm[:n_train], perm[n_train:]
     return images[tr], labels[tr], images[te], labels[te]
 
@@ -85,8 +90,8 @@ class AugmentedTuples:
 
     def __init__(self, images: torch.Tensor, k: int, **augment_kwargs):
         check_float_tensor(images, "images")
-        if images.dim() != 3:
-            raise ValueError(f"images must have shape (N, H, W), got {tuple(images.shape)}")
+        if images.dim() != 3 or images.shape[0] == 0:
+            raise ValueError(f"images must have shape (N, H, W) with N >= 1, got {tuple(images.shape)}")
         self.images, self.k, self.kw = images, check_k(k), augment_kwargs
 
     def __call__(self, batch_size: int, generator: torch.Generator | None = None):
@@ -112,6 +117,11 @@ def evaluate(phi, images: torch.Tensor, labels: torch.Tensor, *, k: int, tau: fl
     """
     from .embeddings import loss_per_tuple
 
+    tau, k_eval = check_tau(tau), check_k(k_eval, "k_eval")
+    n_queries = check_at_least(n_queries, "n_queries", 2, "a standard error needs two queries")
+    if not isinstance(labels, torch.Tensor) or labels.shape != images.shape[:1]:
+        raise ValueError(f"labels must be a tensor of shape (N,) = ({images.shape[0]},), got "
+                         f"{tuple(getattr(labels, 'shape', ()))}")
     x, xp, xn = AugmentedTuples(images, k)(n_queries, generator)
     loss = loss_per_tuple(phi, x, xp, xn, tau).double()
     qx, qp, qn = AugmentedTuples(images, k_eval)(n_queries, generator)

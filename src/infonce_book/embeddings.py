@@ -217,10 +217,14 @@ def loss_per_tuple(phi, x: torch.Tensor, x_pos: torch.Tensor, x_neg: torch.Tenso
     """
     from .losses import info_nce_from_similarities
 
+    for name, t in (("x", x), ("x_pos", x_pos), ("x_neg", x_neg)):
+        check_float_tensor(t, name)
     if x.dim() != 2 or x_pos.shape != x.shape or x_neg.dim() != 3 or x_neg.shape[0] != x.shape[0] \
             or x_neg.shape[2] != x.shape[1]:
         raise ValueError(f"shapes must be x (n, p), x_pos (n, p), x_neg (n, k, p); got {tuple(x.shape)}, "
                          f"{tuple(x_pos.shape)}, {tuple(x_neg.shape)}")
+    if x.shape[0] == 0 or x_neg.shape[1] == 0:
+        raise ValueError(f"need n >= 1 tuples and k >= 1 negatives; got x {tuple(x.shape)}, x_neg {tuple(x_neg.shape)}")
     a, p, ng = phi(x), phi(x_pos), phi(x_neg)
     s_pos = (a * p).sum(-1)
     s_neg = torch.einsum("nd,nkd->nk", a, ng)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from ._validation import check_choice, check_k, check_tau
+from ._validation import check_at_least, check_choice, check_k, check_level, check_seed, check_tau
 from .device import resolve_device
 from .losses import VARIANTS, info_nce_streaming
 from .progress import progress
@@ -48,7 +48,14 @@ class Estimate:
 
     @classmethod
     def from_samples(cls, x: np.ndarray, level: float = 0.95) -> "Estimate":
+        """Mean, standard error and ``level`` interval of at least two finite samples (1-D)."""
+        level = check_level(level)
         x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 1 or x.size < 2:
+            raise ValueError(f"x must be a 1-D array of at least 2 samples (a standard error needs two), "
+                             f"got shape {x.shape}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"x contains {int((~np.isfinite(x)).sum())} NaN or infinite samples")
         return cls(float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x))), len(x), level)
 
 
@@ -65,15 +72,25 @@ def monte_carlo_bias(model, k: int, tau: float, n_tuples: int, *, variant: str =
         batch_size: anchors per batch. chunk_size: negatives scored at once per anchor, so at
             most ``batch_size x chunk_size`` similarities are held.
         dtype: float64 (default) or float32 for the sampled embeddings and similarities.
-        level: interval level.
+        level: interval level, in (0, 1).
     Returns:
         dict with ``plain`` and ``cv`` :class:`Estimate` objects, ``n_tuples``, ``device``.
     Source: book, C1 chapter, "Monte Carlo estimates".
     """
+    from .models import VonMisesFisher
+
+    if not isinstance(model, VonMisesFisher):
+        raise TypeError(f"model must be a VonMisesFisher (its closed forms give the control variates), "
+                        f"got {type(model).__name__}")
     check_choice(variant, "variant", VARIANTS)
     k = check_k(k)
-    n_tuples = check_k(n_tuples, "n_tuples")
+    n_tuples = check_at_least(n_tuples, "n_tuples", 2, "an interval needs two tuples")
     tau = check_tau(tau)
+    batch_size, chunk_size = check_k(batch_size, "batch_size"), check_k(chunk_size, "chunk_size")
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got dtype={dtype!r}")
+    level = check_level(level)
+    seed = check_seed(seed)
     dev = resolve_device(device)
     beta = 1.0 / tau
     gen = torch.Generator(device=dev)

@@ -62,6 +62,10 @@ def cached(fn):
 
 def log_grid(k_max_log2: int, per_octave: int = 2) -> list[int]:
     """Integers from 1 to 2^k_max_log2, about ``per_octave`` per doubling (distinct, sorted)."""
+    from ._validation import check_at_least, check_k
+
+    k_max_log2 = check_at_least(k_max_log2, "k_max_log2", 0)
+    per_octave = check_k(per_octave, "per_octave")
     ks = np.unique(np.round(2.0 ** np.arange(0, k_max_log2 + 1e-9, 1.0 / per_octave)).astype(int))
     return [int(k) for k in ks]
 
@@ -287,9 +291,17 @@ def fit_loglog_slope(k, value, se, level: float = 0.95) -> dict:
     Weights ``1/var(log value)`` by the delta method (``se/value``). Values must be > 0.
     Returns ``{slope, intercept, ci_low, ci_high, dof}``.
     """
+    from ._validation import check_level
+
+    level = check_level(level)
     k, value, se = (np.asarray(v, dtype=float) for v in (k, value, se))
-    if np.any(value <= 0):
-        raise ValueError("fit_loglog_slope needs positive values (log scale)")
+    if k.ndim != 1 or k.shape != value.shape or k.shape != se.shape or k.size < 2:
+        raise ValueError(f"k, value and se must be 1-D arrays of the same length >= 2; got k {k.shape}, "
+                         f"value {value.shape}, se {se.shape}")
+    for name, v in (("k", k), ("value", value), ("se", se)):
+        if not np.all(np.isfinite(v)) or np.any(v <= 0):
+            raise ValueError(f"fit_loglog_slope needs finite positive {name} (log scale; se weights the fit), "
+                             f"got min {name}={np.min(v)!r}")
     x, y = np.log(k), np.log(value)
     w = (value / se) ** 2
     X = np.column_stack([np.ones_like(x), x])
@@ -309,6 +321,11 @@ def fit_loglog_slope(k, value, se, level: float = 0.95) -> dict:
 
 def coverage_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Clopper--Pearson interval for a coverage fraction ``hits/n`` (scipy's binomtest)."""
+    from ._validation import check_at_least, check_k, check_level
+
+    n, hits, level = check_k(n, "n"), check_at_least(hits, "hits", 0), check_level(level)
+    if hits > n:
+        raise ValueError(f"hits must be <= n, got hits={hits}, n={n}")
     ci = stats.binomtest(int(hits), int(n)).proportion_ci(confidence_level=level, method="exact")
     return float(ci.low), float(ci.high)
 

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from ._validation import check_float_tensor, check_tau
+from ._validation import check_float_tensor, check_level, check_tau
 
 
 def _check_db(x: torch.Tensor, name: str) -> None:
@@ -75,6 +75,9 @@ def positive_rank(score_pos: torch.Tensor, score_db: torch.Tensor) -> torch.Tens
     """
     check_float_tensor(score_pos, "score_pos")
     _check_db(score_db, "score_db")
+    if score_pos.shape != score_db.shape[:1]:
+        raise ValueError(f"score_pos must have shape (B,) with B = score_db.shape[0]; got score_pos "
+                         f"{tuple(score_pos.shape)}, score_db {tuple(score_db.shape)}")
     return 1 + (score_db >= score_pos.unsqueeze(-1)).sum(dim=-1)
 
 
@@ -96,9 +99,13 @@ def empirical_kl_softmax(queries: torch.Tensor, sample: torch.Tensor, tau) -> to
 
     check_float_tensor(queries, "queries")
     check_float_tensor(sample, "sample")
-    if queries.dim() != 2 or sample.dim() not in (2, 3) or sample.shape[-1] != queries.shape[-1]:
-        raise ValueError(f"queries must be (B, d) and sample (B, n, d) or (n, d); got {tuple(queries.shape)} "
-                         f"and {tuple(sample.shape)}")
+    if queries.dim() != 2 or sample.dim() not in (2, 3) or sample.shape[-1] != queries.shape[-1] \
+            or (sample.dim() == 3 and sample.shape[0] != queries.shape[0]):
+        raise ValueError(f"queries must be (B, d) and sample (B, n, d) or (n, d); got queries {tuple(queries.shape)} "
+                         f"and sample {tuple(sample.shape)}")
+    if queries.shape[0] == 0 or sample.shape[-2] == 0:
+        raise ValueError(f"queries and sample must be non-empty; got queries {tuple(queries.shape)}, "
+                         f"sample {tuple(sample.shape)}")
     check_unit_norm(queries, "queries")
     check_unit_norm(sample, "sample")
     beta = 1.0 / check_tau(tau)
@@ -119,9 +126,10 @@ def empirical_kl_softmax_interval(queries: torch.Tensor, sample: torch.Tensor, t
     """
     from scipy import stats
 
+    level = check_level(level)
     kl = empirical_kl_softmax(queries, sample, tau).double()
     if kl.numel() < 2:
-        raise ValueError("empirical_kl_softmax_interval needs at least 2 queries for an interval")
+        raise ValueError(f"queries must hold at least 2 queries for an interval, got shape {tuple(queries.shape)}")
     mean = float(kl.mean())
     half = float(stats.norm.ppf(0.5 + level / 2) * kl.std() / math.sqrt(kl.numel()))
     return mean, mean - half, mean + half

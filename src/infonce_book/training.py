@@ -18,7 +18,7 @@ import math
 import pandas as pd
 import torch
 
-from ._validation import check_choice, check_k, check_tau
+from ._validation import check_choice, check_float_tensor, check_k, check_positive, check_seed, check_tau
 from .device import resolve_device
 from .embeddings import loss_per_tuple
 from .losses import VARIANTS, info_nce
@@ -32,6 +32,13 @@ def _vmf_tuples(model, n: int, k: int, gen, dev):
     return x, xp, neg
 
 
+def _check_vmf(model) -> None:
+    from .models import VonMisesFisher
+
+    if not isinstance(model, VonMisesFisher):
+        raise TypeError(f"model must be a VonMisesFisher (its samplers draw the tuples), got {type(model).__name__}")
+
+
 def fit_temperature(model, k: int, *, tau_init: float = 1.0, batch_size: int = 512, steps: int = 400,
                     lr: float = 0.05, tail: int = 200, seed: int = 0, device="auto",
                     variant: str = "standard") -> dict:
@@ -40,10 +47,17 @@ def fit_temperature(model, k: int, *, tau_init: float = 1.0, batch_size: int = 5
     Adam on ``log tau`` with fresh tuples each step; the estimate is the average of ``tau`` over
     the last ``tail`` steps. Returns ``{"tau": estimate, "history": DataFrame(step, tau, loss)}``.
     """
+    _check_vmf(model)
     k = check_k(k)
-    check_tau(tau_init)
+    tau_init = check_positive(tau_init, "tau_init")
+    batch_size, steps, tail = check_k(batch_size, "batch_size"), check_k(steps, "steps"), check_k(tail, "tail")
+    if tail > steps:
+        raise ValueError(f"tail must be <= steps (the estimate averages the last tail steps), got tail={tail}, "
+                         f"steps={steps}")
+    lr = check_positive(lr, "lr")
+    check_choice(variant, "variant", VARIANTS)
     dev = resolve_device(device)
-    gen = torch.Generator(device=dev).manual_seed(int(seed))
+    gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
     log_tau = torch.tensor(math.log(tau_init), dtype=torch.float64, device=dev, requires_grad=True)
     opt = torch.optim.Adam([log_tau], lr=lr)
     hist = []
@@ -66,10 +80,14 @@ def fit_linear_embedding(model, tau: float, *, n_train: int, k: int, steps: int 
     Returns ``{"A", "train_risk", "test_risk", "test_se", "history"}``: the empirical risk on the
     training tuples and the risk on ``n_test`` fresh tuples (with its standard error), in nats.
     """
+    _check_vmf(model)
     tau = check_tau(tau)
-    k, n_train = check_k(k), check_k(n_train, "n_train")
+    k, n_train, steps = check_k(k), check_k(n_train, "n_train"), check_k(steps, "steps")
+    if isinstance(n_test, bool) or not isinstance(n_test, int) or n_test < 2:
+        raise ValueError(f"n_test must be an integer >= 2 (a standard error needs two tuples), got n_test={n_test!r}")
+    lr = check_positive(lr, "lr")
     dev = resolve_device(device)
-    gen = torch.Generator(device=dev).manual_seed(int(seed))
+    gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
     x, xp, neg = _vmf_tuples(model, n_train, k, gen, dev)
     A = (torch.eye(model.dim, dtype=torch.float64, device=dev)
          + 0.5 * torch.randn(model.dim, model.dim, generator=gen, dtype=torch.float64, device=dev)).requires_grad_()
@@ -133,10 +151,14 @@ def fit(embedding, data, tau, *, steps: int = 300, lr: float = 0.01, batch_size:
     if not params:
         raise ValueError("embedding has no trainable parameters")
     dev = params[0].device
-    gen = torch.Generator(device=dev).manual_seed(int(seed))
+    gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
     fixed = not callable(data)
     if fixed:
+        if not isinstance(data, (tuple, list)) or len(data) != 3:
+            raise TypeError(f"data must be a tuple (x, x_pos, x_neg) of tensors or a sampler, got {type(data).__name__}")
         x, xp, xn = data
+        for name, t in (("x", x), ("x_pos", xp), ("x_neg", xn)):
+            check_float_tensor(t, name)
         if x.dim() != 2 or xp.shape != x.shape or xn.dim() != 3 or xn.shape[0] != x.shape[0]:
             raise ValueError(f"data must be (x (n, p), x_pos (n, p), x_neg (n, k, p)); got {tuple(x.shape)}, "
                              f"{tuple(xp.shape)}, {tuple(xn.shape)}")
