@@ -57,12 +57,31 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminate(signum, frame):
+    """SIGTERM (e.g. ``kill``, a CI timeout) unwinds like Ctrl-C: the running chapter's kernel is
+    shut down and its temporary files removed; nothing of it is written to the build folder."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv=None) -> int:
+    import signal
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
     try:
         return _main(argv)
     except BrokenPipeError:  # e.g. `infonce-book ledger | head`
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:
+        print("error: interrupted; the interrupted chapter left no result in the build folder (its last "
+              "successful result, if any, is kept); run the command again to finish", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _main(argv=None) -> int:

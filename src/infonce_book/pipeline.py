@@ -197,6 +197,9 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
         seconds = time.perf_counter() - t0
         executed = nbformat.read(exec_path, as_version=4)
         _hide_parameter_cells(executed)
+        # The run record goes first and comes back last: a run stopped between the writes below
+        # (killed, power cut) leaves no record, so the next run executes the chapter again.
+        run_info.unlink(missing_ok=True)
         atomic_write_text(out_nb, nbformat.writes(executed))
         produced = tmp_ledger / f"{stem}.json"
         final_ledger = ledger_dir / f"{stem}.json"
@@ -348,7 +351,11 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
     site = _assemble_site(root, build_dir, profile=profile, device=device, seed=seed)
     log("[book] jupyter-book build (execution off, -n -W --keep-going)")
     jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or shutil.which("jupyter-book")
-    cmd = [jb or "jupyter-book", "build", str(site), "--builder", "html", "-n", "-W", "--keep-going"]
+    if jb is None:
+        raise RuntimeError(f"jupyter-book was not found (neither next to {sys.executable} nor on PATH); the "
+                           f"chapters were executed, but the book cannot be rendered: install the project "
+                           f"with `make install` (or pip install -e .) and rerun")
+    cmd = [jb, "build", str(site), "--builder", "html", "-n", "-W", "--keep-going"]
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
     (build_dir / "jupyter-book.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
