@@ -58,6 +58,8 @@ def bias_bounds(k, *, u1: float, u2: float, m2: float, a: float, variant: str = 
     if not a <= 1.0:
         raise ValueError(f"a must be in (0, 1] (a lower bound on T), got a={a!r}")
     u1, u2, m2 = check_nonneg(u1, "u1"), check_nonneg(u2, "u2"), check_nonneg(m2, "m2")
+    if u2 < u1 * u1 * (1.0 - 1e-12):
+        raise ValueError(f"u2 = E[U^2] must be >= u1^2 = E[U]^2 (moments of one law), got u1={u1!r}, u2={u2!r}")
     kk = _ks(k)
     if variant == "standard":
         lower = u1 / kk - (m2 / kk + u2 / kk**2) / (2.0 * a)

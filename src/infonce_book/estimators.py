@@ -95,8 +95,8 @@ def monte_carlo_bias(model, k: int, tau: float, n_tuples: int, *, variant: str =
     beta = 1.0 / tau
     gen = torch.Generator(device=dev)
     gen.manual_seed(int(seed))
-    mom = model.weight_moments(tau)
-    log_mu = math.log(mom["mu"])
+    mom = model.normalised_weight_moments(tau)  # in log space: mu itself overflows below tau ~ 1/709
+    log_mu = mom["log_mu"]
     limit = model.limit_risk(tau)
     mean_T_minus_1 = mom["u1"] / k if variant == "standard" else 0.0
     plain, cv = [], []

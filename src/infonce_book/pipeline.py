@@ -228,6 +228,10 @@ def _record_timing(build_dir: Path, stem: str, profile: str, seconds: float) -> 
 
 
 MARKER = re.compile(r"^<!-- infonce-book: ([a-z-]+) -->[ \t]*$", flags=re.M)
+# The generated sections a page may ask for with a marker line (filled by _assemble_site):
+# "How to cite" entries, the reproducibility appendix, and the table of validated inputs
+# (infonce_book.robustness: the same list tests/test_robustness.py runs).
+GENERATED_SECTIONS = ("bibtex", "reproducibility", "validation-table")
 
 
 def _insert_after_title(nb, text: str, tag: str) -> None:
@@ -280,7 +284,8 @@ def _assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", de
     The assembled site also gets what readers need and no chapter has to write: a "Rerun this
     chapter" box after each executed chapter's title cell (with the chapter's jupytext source
     for download under ``book/_md/``), the generated sections of the back matter (the
-    ``<!-- infonce-book: NAME -->`` markers: ``bibtex``, ``reproducibility``), the benchmark
+    ``<!-- infonce-book: NAME -->`` markers: ``bibtex``, ``reproducibility``,
+    ``validation-table``), the benchmark
     results of ``benchmarks/results/``, and the book's version and commit in the page footer.
     """
     import nbformat
@@ -321,11 +326,16 @@ def _assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", de
     results = root / "benchmarks" / "results"
     if results.is_dir():
         shutil.copytree(results, site / "benchmarks" / "results", dirs_exist_ok=True)
-    _fill_markers(site, {
+    from .robustness import markdown_table
+
+    generators = {
         "bibtex": lambda: cite_markdown(root, commit),
         "reproducibility": lambda: appendix_markdown(root, build_dir, exec_chapters, profile=profile,
                                                      device=device, seed=seed, commit=commit),
-    })
+        "validation-table": markdown_table,
+    }
+    assert set(generators) == set(GENERATED_SECTIONS)
+    _fill_markers(site, generators)
     _inject_config(site, commit)
     return site
 
