@@ -677,7 +677,7 @@ def c7_digits_ledger(ledger, table: pd.DataFrame) -> dict:
         a = sub[sub.k == k1].set_index("seed").gap
         b = sub[sub.k == k2].set_index("seed").gap
         diff = (b - a).dropna().to_numpy()
-        q = stats.t.ppf(0.975, max(len(diff) - 1, 1))
+        q = float(stats.t.ppf(0.975, max(len(diff) - 1, 1)))
         se = float(diff.std(ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else float("inf")
         mean = float(diff.mean())
         ledger.record(claim="C7", id=f"C7-digits-gap-levels-tau{tau:g}",
