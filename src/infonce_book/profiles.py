@@ -76,7 +76,7 @@ _SIZES = {
         "smoke": {"ks": [1, 16, 64], "taus": [0.5], "seeds": 2, "steps": 80, "batch_size": 64, "n_queries": 1000,
                   "k_eval": 64, "view_steps": 80},
         "standard": {"ks": [1, 4, 16, 64, 256], "taus": [0.1, 0.5], "seeds": 3, "steps": 200, "batch_size": 64,
-                     "n_queries": 4000, "k_eval": 64, "view_steps": 300},
+                     "n_queries": 2000, "k_eval": 64, "view_steps": 200},
         "full": {"ks": [1, 4, 16, 64, 256], "taus": [0.05, 0.1, 0.5], "seeds": 8, "steps": 1000, "batch_size": 256,
                  "n_queries": 20000, "k_eval": 64, "view_steps": 1000},
     },
