@@ -197,3 +197,16 @@ def test_sampler_evaluate_and_sphere_mlp():
         SphereMLP(64, 8, 1)
     view = digits.embedding_2d(phi, images[:50])
     assert view.shape == (50, 2)
+
+
+def test_loss_range_width_symbolic():
+    import sympy as sp
+
+    from infonce_book import symbolic
+
+    width, limit, dwidth = symbolic.loss_range_width()
+    assert sp.simplify(limit - 4 * symbolic.beta) == 0
+    f = sp.lambdify((symbolic.beta, symbolic.k), width)
+    assert f(2.0, 3) == pytest.approx(loss_range(3, 0.5), rel=1e-12)
+    g = sp.lambdify((symbolic.beta, symbolic.k), dwidth)
+    assert all(g(b, kk) > 0 for b in (0.1, 1.0, 5.0) for kk in (1, 10, 1000))

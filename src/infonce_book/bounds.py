@@ -284,11 +284,12 @@ def rademacher_covering_bound(lipschitz_rms: float, radius: float, n_params: int
     """Upper bound on the empirical Rademacher complexity of ``{z -> l(theta; z) : |theta - theta0| <= D}``
     (book, Theorem ``c5-thm-rademacher``):
 
-    ``R_n <= Lbar inf_{eps > 0} [eps + D sqrt(2 P log(1 + 2D/eps) / n)]``,
+    ``R_n <= Lbar min{D, inf_{eps > 0} [eps + D sqrt(2 P log(1 + 2D/eps) / n)]}``,
 
     with ``Lbar = sqrt((1/n) sum_i Lambda(z_i)^2)`` the root-mean-square Lipschitz constant of the
     sample, ``D`` the radius of the parameter ball, ``P`` the number of parameters. The infimum is
-    taken over a fine grid of eps (any eps gives a valid bound).
+    taken over a fine grid of eps (any eps gives a valid bound); the term ``D`` is the one-point
+    net ``{theta0}`` (``|l(theta) - l(theta0)| <= Lambda D``), smaller when n is not much above P.
     """
     L = check_nonneg(lipschitz_rms, "lipschitz_rms")
     D = check_nonneg(radius, "radius")
@@ -298,7 +299,7 @@ def rademacher_covering_bound(lipschitz_rms: float, radius: float, n_params: int
         return 0.0
     eps = D * np.logspace(-8, 1, 2000)
     vals = eps + D * np.sqrt(2.0 * P * np.log1p(2.0 * D / eps) / n)
-    return float(L * vals.min())
+    return float(L * min(D, vals.min()))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -395,13 +395,13 @@ def c5_rademacher_ledger(ledger, table: pd.DataFrame, tau: float) -> dict:
                   params={"class": "BallLinear", "n": int(by_k.n.iloc[0]), "ks": [int(v) for v in by_k.k],
                           "tau": tau})
     out.update(k_slope=fit["slope"], k_slope_low=fit["ci_low"], k_slope_high=fit["ci_high"])
-    ratio = table.ci_high / table.bound_avg
-    worst = float(ratio.max())
-    ledger.record(claim="C5", id="C5-rademacher-below-bound",
-                  quantity="largest (upper end of the R_n interval) / covering bound (average form)",
-                  predicted=1.0, measured=worst, ci_low=worst, ci_high=worst, passed=worst <= 1.0,
-                  params={"configs": len(table), "tau": tau, "rule": "measured <= predicted"})
-    out["bound_ratio"] = worst
+    for form, col in (("average", "bound_avg"), ("max", "bound_max")):
+        worst = float((table.ci_high / table[col]).max())
+        ledger.record(claim="C5", id=f"C5-rademacher-below-bound-{form}",
+                      quantity=f"largest (upper end of the R_n interval) / covering bound ({form} form)",
+                      predicted=1.0, measured=worst, ci_low=worst, ci_high=worst, passed=worst <= 1.0,
+                      params={"configs": len(table), "tau": tau, "rule": "measured <= predicted"})
+        out[f"bound_ratio_{form}"] = worst
     return out
 
 
@@ -662,26 +662,40 @@ def c7_digits_view(k: int, tau: float, steps: int, batch_size: int, n_train: int
 
 
 def c7_digits_ledger(ledger, table: pd.DataFrame) -> dict:
-    """Ledger (real data, intervals over seeds): per temperature, the slope of the gap in log k
-    (claim: it does not grow; passes when the interval reaches 0 or below) and the slope of the
-    top-1 retrieval accuracy in log k (claim: it improves; passes when the interval is above 0)."""
+    """Ledger (real data, intervals over seeds), per temperature:
+
+    * the gap levels off in k: the change of the gap between the two largest k (paired by seed),
+      predicted 0, t-interval over seeds (Theorem ``c6-thm-main`` bounds the gap by terms that do
+      not grow without bound in k; it does not say that the gap is constant in k);
+    * the search improves with k: the slope of the top-1 retrieval accuracy in log k, one-sided
+      (passes when the interval lies above 0).
+    """
     out = {}
     for tau, sub in table.groupby("tau"):
+        ks = sorted(int(v) for v in sub.k.unique())
+        k1, k2 = ks[-2], ks[-1]
+        a = sub[sub.k == k1].set_index("seed").gap
+        b = sub[sub.k == k2].set_index("seed").gap
+        diff = (b - a).dropna().to_numpy()
+        q = float(stats.t.ppf(0.975, max(len(diff) - 1, 1)))
+        se = float(diff.std(ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else float("inf")
+        mean = float(diff.mean())
+        ledger.record(claim="C7", id=f"C7-digits-gap-levels-tau{tau:g}",
+                      quantity=f"gap(k={k2}) - gap(k={k1}) (digits, paired by seed)", predicted=0.0,
+                      measured=mean, ci_low=mean - q * se, ci_high=mean + q * se,
+                      params={"tau": tau, "k_pair": [k1, k2], "seeds": len(diff)})
         logk = np.log(sub.k.to_numpy(float))
         g = linear_slope(logk, sub.gap)
-        ledger.record(claim="C7", id=f"C7-digits-gap-slope-tau{tau:g}",
-                      quantity="slope of the generalisation gap against log k (digits)", predicted=0.0,
-                      measured=g["slope"], ci_low=g["ci_low"], ci_high=g["ci_high"], passed=g["ci_low"] <= 0.0,
-                      params={"tau": tau, "ks": sorted(int(v) for v in sub.k.unique()), "seeds": int(sub.seed.nunique()),
-                              "rule": "ci_low <= predicted (does not grow)"})
         t = linear_slope(logk, sub.top1)
         ledger.record(claim="C7", id=f"C7-digits-top1-slope-tau{tau:g}",
                       quantity="slope of top-1 retrieval accuracy against log k (digits)", predicted=0.0,
                       measured=t["slope"], ci_low=t["ci_low"], ci_high=t["ci_high"], passed=t["ci_low"] > 0.0,
-                      params={"tau": tau, "ks": sorted(int(v) for v in sub.k.unique()), "seeds": int(sub.seed.nunique()),
+                      params={"tau": tau, "ks": ks, "seeds": int(sub.seed.nunique()),
                               "rule": "ci_low > predicted (improves)"})
-        out[f"gap_slope_{tau:g}"], out[f"gap_slope_low_{tau:g}"], out[f"gap_slope_high_{tau:g}"] = \
-            g["slope"], g["ci_low"], g["ci_high"]
-        out[f"top1_slope_{tau:g}"], out[f"top1_slope_low_{tau:g}"], out[f"top1_slope_high_{tau:g}"] = \
-            t["slope"], t["ci_low"], t["ci_high"]
+        key = f"{tau:g}".replace(".", "_")
+        out.update({f"gap_change_{key}": mean, f"gap_change_low_{key}": mean - q * se,
+                    f"gap_change_high_{key}": mean + q * se, f"gap_k1_{key}": k1, f"gap_k2_{key}": k2,
+                    f"gap_slope_{key}": g["slope"], f"gap_slope_low_{key}": g["ci_low"],
+                    f"gap_slope_high_{key}": g["ci_high"], f"top1_slope_{key}": t["slope"],
+                    f"top1_slope_low_{key}": t["ci_low"], f"top1_slope_high_{key}": t["ci_high"]})
     return out

@@ -420,3 +420,19 @@ def normalisation_jacobian(dim: int = 3):
     J = (v / r).jacobian(v)
     u = v / r
     return sp.simplify(J - (sp.eye(dim) - u * u.T) / r)
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter C6: the range of the loss.
+
+
+def loss_range_width():
+    """Lemma ``c6-lem-range``: the width ``B_k = log((1 + k e^{2 beta}) / (1 + k e^{-2 beta}))``.
+
+    Returns ``(width, limit, dwidth_dk)``: the width, its limit as ``k -> infinity`` (``4 beta``),
+    and its derivative in k, ``(e^{2b} - e^{-2b}) / ((1 + k e^{2b})(1 + k e^{-2b})) > 0``.
+    """
+    width = sp.log((1 + k * sp.exp(2 * beta)) / (1 + k * sp.exp(-2 * beta)))
+    limit = sp.limit(width, k, sp.oo)
+    dwidth = sp.simplify(sp.diff(width, k))
+    return width, sp.simplify(limit), dwidth
