@@ -188,11 +188,7 @@ def continuity_bound(s_pos, s_neg, s_pos_new, s_neg_new, tau, *, kind: str = "av
     if gamma is not None:
         if kind != "dv":
             raise ValueError(f"gamma is only used with kind='dv', got kind={kind!r}, gamma={gamma!r}")
-        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not math.isfinite(gamma) \
-                or gamma <= 0:
-            raise ValueError(f"gamma must be a finite number > 0 (or None to take the best of a grid), "
-                             f"got gamma={gamma!r}")
-        gamma = float(gamma)
+        gamma = check_positive(gamma, "gamma")  # None instead: the best of a grid
     sp = _check_similarities(s_pos, "s_pos", "(B,)")
     sn = _check_similarities(s_neg, "s_neg", "(B, k)")
     sp2 = _check_similarities(s_pos_new, "s_pos_new", "(B,)")

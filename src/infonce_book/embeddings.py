@@ -25,11 +25,10 @@ Classes:
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 
-from ._validation import check_float_tensor, check_k
+from ._validation import check_float_tensor, check_k, check_positive
 
 
 def ball_projection(z: torch.Tensor) -> torch.Tensor:
@@ -39,8 +38,7 @@ def ball_projection(z: torch.Tensor) -> torch.Tensor:
 
 
 def _check_radius(radius, upper=None) -> float:
-    if isinstance(radius, bool) or not isinstance(radius, numbers.Real) or not math.isfinite(radius) or radius <= 0:
-        raise ValueError(f"radius must be a finite number > 0, got radius={radius!r}")
+    radius = check_positive(radius, "radius")
     if upper is not None and radius >= upper:
         raise ValueError(f"radius must be < {upper:g} for this class, got radius={radius!r}")
     return float(radius)

@@ -144,8 +144,7 @@ def fit(embedding, data, tau, *, steps: int = 300, lr: float = 0.01, batch_size:
     """
     tau = check_tau(tau)
     steps = check_k(steps, "steps")
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
-        raise ValueError(f"lr must be a finite number > 0, got lr={lr!r}")
+    lr = check_positive(lr, "lr")
     check_choice(variant, "variant", VARIANTS)
     params = [p for p in embedding.parameters() if p.requires_grad]
     if not params:
