@@ -18,7 +18,7 @@ TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
 help:
 	@echo "make book   - execute every chapter (profile=$(PROFILE)) and build _build/html"
-	@echo "make test   - run the whole test suite (includes a smoke build of the book)"
+	@echo "make test   - lint (ruff) and run the whole test suite (includes a smoke build of the book)"
 	@echo "make smoke  - build the book at the smoke profile (minutes on 2 cores)"
 	@echo "make chapter CHAPTER=c1_rate - execute one chapter (profile=$(PROFILE), device=$(DEVICE), seed=$(SEED))"
 	@echo "make browser-deps - install Debian's chromium for tests/test_browser.py (needs root and apt-get)"
@@ -62,6 +62,7 @@ browser-deps:
 	else echo "warning: chromium not found and apt-get unavailable (or not root); tests/test_browser.py will be skipped"; fi
 
 test: $(VENV)/.installed
+	$(BIN)/ruff check src tests
 	$(BIN)/python -m pytest
 
 clean:

@@ -50,7 +50,7 @@ def smoke_book(tmp_path_factory) -> SmokeBook:
     if reuse:  # an aid while iterating on these tests: an existing smoke build folder, not rebuilt
         return SmokeBook(build=Path(reuse).resolve(), env=env)
     build = tmp_path_factory.mktemp("smoke-book") / "_build"
-    proc = subprocess.run([sys.executable, "-m", "infonce_book.cli", "build", "--profile", "smoke", "--device",
+    proc = subprocess.run([sys.executable, "-m", "infonce_book", "build", "--profile", "smoke", "--device",
                            "cpu", "--build-dir", str(build)], env=env, capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
         pytest.fail(f"the smoke build of the book failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")

@@ -1,17 +1,19 @@
 """infonce_book: the library behind the executable book *InfoNCE as similarity search*.
 
-One idea per module (see the book's notation page for the symbols):
+Layers, bottom to top (imports only go down; ``tests/test_layout.py`` checks it):
 
-* :mod:`infonce_book.losses`     -- the InfoNCE loss (standard and decoupled), log-space, chunked.
-* :mod:`infonce_book.models`     -- reference models with samplers and closed forms (vMF).
-* :mod:`infonce_book.exact`      -- exact finite-k references by Laplace/Frullani quadrature.
-* :mod:`infonce_book.estimators` -- Monte Carlo estimators with confidence intervals.
-* :mod:`infonce_book.bounds`     -- the non-asymptotic bounds of the book.
-* :mod:`infonce_book.symbolic`   -- sympy derivations that chapters display and tests assert.
-* :mod:`infonce_book.experiments`-- experiment runners: a config to a tidy table, cached on disk.
-* :mod:`infonce_book.ledger`     -- the claims ledger.
-* :mod:`infonce_book.pipeline`, :mod:`infonce_book.cli` -- papermill execution and the book build.
-* :mod:`infonce_book.device`, :mod:`infonce_book.profiles` -- device and profile selection.
+* :mod:`infonce_book.utils`      -- argument validation, device selection, progress bars.
+* :mod:`infonce_book.losses`     -- the InfoNCE loss: what library users import.
+* :mod:`infonce_book.theory`     -- exact references, bounds, symbolic derivations, search kernels,
+  estimators, and the one uncertainty type ``Estimate``.
+* :mod:`infonce_book.models`     -- reference models behind one interface (``sample_tuples``,
+  ``log_density_ratio``, ``from_params``).
+* :mod:`infonce_book.learning`   -- embedding classes, ERM training, Rademacher estimates.
+* :mod:`infonce_book.datasets`   -- real data (handwritten digits).
+* :mod:`infonce_book.experiment` -- what every chapter uses: ledger, cache, set-up, paths, style.
+* :mod:`infonce_book.chapters`   -- one module per chapter page (runners, ledger rules, sizes, figures).
+* :mod:`infonce_book.pipeline`   -- papermill runs, the site build, the CLI, the generated back matter.
+* :mod:`infonce_book.testing`    -- the table of validated bad inputs (tests and the robustness page).
 """
 
 from importlib.metadata import PackageNotFoundError, version

@@ -18,12 +18,13 @@ import math
 import numpy as np
 import torch
 
-from ._validation import check_at_least, check_float_tensor, check_k, check_nonneg, check_seed, check_tau
+from ..learning.embeddings import loss_per_tuple
+from ..utils.validation import check_at_least, check_float_tensor, check_k, check_nonneg, check_seed, check_tau
 
 
 def load_digits(*, device=None, dtype=torch.float32):
     """The 1797 digits: ``(images (1797, 8, 8) in [0, 1], labels (1797,) int64 in 0..9)``."""
-    from sklearn.datasets import load_digits as _load
+    from sklearn.datasets import load_digits as _load  # scikit-learn is heavy to import: only when used
 
     data = _load()
     images = torch.as_tensor(data.images / 16.0, dtype=dtype, device=device)
@@ -115,8 +116,6 @@ def evaluate(phi, images: torch.Tensor, labels: torch.Tensor, *, k: int, tau: fl
     * ``nn_class``: fraction of (clean) images whose nearest other image in the embedding has the
       same label.
     """
-    from .embeddings import loss_per_tuple
-
     tau, k_eval = check_tau(tau), check_k(k_eval, "k_eval")
     n_queries = check_at_least(n_queries, "n_queries", 2, "a standard error needs two queries")
     if not isinstance(labels, torch.Tensor) or labels.shape != images.shape[:1]:
@@ -140,7 +139,7 @@ def evaluate(phi, images: torch.Tensor, labels: torch.Tensor, *, k: int, tau: fl
 
 def embedding_2d(phi, images: torch.Tensor) -> np.ndarray:
     """A 2-D view (PCA, scikit-learn) of the embeddings of ``images``: (N, 2)."""
-    from sklearn.decomposition import PCA
+    from sklearn.decomposition import PCA  # heavy import, only when used
 
     with torch.no_grad():
         e = phi(images.flatten(1)).double().cpu().numpy()

@@ -1,10 +1,12 @@
 """The claims ledger: one machine-readable record per quantitative claim of the book.
 
 Each record is ``{claim, id, chapter, params, quantity, predicted, measured, ci_low, ci_high,
-passed, profile, device, seed}``. ``predicted`` is what the derivation says; ``measured`` what
-the experiment found, with the interval ``[ci_low, ci_high]`` (a 95% confidence interval for
-Monte Carlo measurements; for deterministic ones, the numerical error plus the declared
-truncation error of the prediction, as the record's chapter explains). The verdict is
+passed, profile, device, seed, se, n, level}``. ``predicted`` is what the derivation says;
+``measured`` what the experiment found, as an :class:`~infonce_book.theory.stats.Estimate`
+(its mean, the interval ``[ci_low, ci_high]`` at ``level``, its standard error ``se`` and the
+number of samples ``n``; a 95% confidence interval for Monte Carlo measurements; for
+deterministic ones, the numerical error plus the declared truncation error of the prediction, as
+the record's chapter explains, with ``se`` 0 and ``n`` null). The verdict is
 ``passed = ci_low <= predicted <= ci_high``, unless the chapter states another rule.
 
 A chapter run writes its records to ``<ledger_dir>/<chapter>.json`` (atomically, one file per
@@ -18,10 +20,14 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import pandas as pd
+from tabulate import tabulate
+
+from ..theory.stats import Estimate
 from .paths import atomic_write_text, ledger_dir
 
 FIELDS = ("claim", "id", "chapter", "params", "quantity", "predicted", "measured", "ci_low",
-          "ci_high", "passed", "profile", "device", "seed")
+          "ci_high", "passed", "profile", "device", "seed", "se", "n", "level")
 
 
 @dataclass
@@ -39,6 +45,9 @@ class Record:
     profile: str
     device: str
     seed: int
+    se: float | None = None
+    n: int | None = None
+    level: float | None = None
 
 
 def _finite_float(x, name: str) -> float:
@@ -62,12 +71,24 @@ class Ledger:
     def path(self) -> Path:
         return ledger_dir() / f"{self.chapter}.json"
 
-    def record(self, *, claim: str, id: str, quantity: str, predicted, measured, ci_low, ci_high,
-               params: dict, passed: bool | None = None) -> Record:
+    def record(self, *, claim: str, id: str, quantity: str, predicted, measured, params: dict,
+               ci_low=None, ci_high=None, passed: bool | None = None) -> Record:
         """Add (or replace, by ``id``) a record and write the chapter's ledger file.
 
-        ``passed`` defaults to ``ci_low <= predicted <= ci_high``.
+        ``measured`` is an :class:`~infonce_book.theory.stats.Estimate` (its interval is the
+        record's unless ``ci_low``/``ci_high`` are given), or a number with ``ci_low`` and
+        ``ci_high`` (a deterministic value with its error bounds). ``passed`` defaults to
+        ``ci_low <= predicted <= ci_high``.
         """
+        se = n = level = None
+        if isinstance(measured, Estimate):
+            lo, hi = measured.ci
+            ci_low = lo if ci_low is None else ci_low
+            ci_high = hi if ci_high is None else ci_high
+            se, n, level = measured.se, measured.n, measured.level
+            measured = measured.mean
+        if ci_low is None or ci_high is None:
+            raise ValueError(f"record {id!r}: give measured as an Estimate, or ci_low and ci_high")
         predicted = _finite_float(predicted, "predicted")
         measured = _finite_float(measured, "measured")
         ci_low, ci_high = _finite_float(ci_low, "ci_low"), _finite_float(ci_high, "ci_high")
@@ -78,7 +99,9 @@ class Ledger:
         params = json.loads(json.dumps(params, default=float))  # plain JSON types only
         rec = Record(claim=claim, id=id, chapter=self.chapter, params=params, quantity=quantity,
                      predicted=predicted, measured=measured, ci_low=ci_low, ci_high=ci_high,
-                     passed=bool(passed), profile=self.profile, device=self.device, seed=int(self.seed))
+                     passed=bool(passed), profile=self.profile, device=self.device, seed=int(self.seed),
+                     se=None if se is None else float(se), n=None if n is None else int(n),
+                     level=None if level is None else float(level))
         self.records = [r for r in self.records if r.id != id] + [rec]
         self.save()
         return rec
@@ -88,8 +111,6 @@ class Ledger:
 
     def table(self):
         """The records as a pandas DataFrame (for display in the chapter)."""
-        import pandas as pd
-
         return pd.DataFrame([asdict(r) for r in self.records], columns=FIELDS)
 
 
@@ -110,8 +131,6 @@ def verdict(record: dict) -> str:
 
 def format_table(records: list[dict]) -> str:
     """Records as a plain-text table for people."""
-    from tabulate import tabulate
-
     rows = [[r["chapter"], r["id"], r["quantity"], f"{r['predicted']:.6g}", f"{r['measured']:.6g}",
              f"[{r['ci_low']:.6g}, {r['ci_high']:.6g}]", verdict(r),
              r["profile"], r["device"], r["seed"]] for r in records]

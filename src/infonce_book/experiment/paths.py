@@ -1,8 +1,10 @@
-"""Where things live: the project root, the build folder, the ledger and the cache."""
+"""Where things live: the project root, the build folder, the ledger and the cache; and which
+commit of the project is running (:func:`git_commit`)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 
@@ -51,3 +53,16 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def git_commit(root=None) -> str:
+    """The project's git commit (with ``+dirty`` if the work tree has changes), or ``unknown``."""
+    root = root or project_root()
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"

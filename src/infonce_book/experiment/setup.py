@@ -1,6 +1,7 @@
 """Chapter set-up: one call at the top of every chapter after the ``parameters`` cell.
 
-``ctx = setup_chapter("c1", profile, device, seed)`` validates the parameters, seeds every
+``ctx = chapter.setup(profile, device, seed)`` (each chapter module's ``setup`` calls
+:func:`setup_chapter` with its stem and its ``SIZES``) validates the parameters, seeds every
 random number generator, picks the device, applies the book's plotting style, opens the
 chapter's claims ledger and prints what the chapter runs with (package version, git commit,
 torch version, device, profile, seed), so that book and package cannot drift apart unseen.
@@ -10,30 +11,18 @@ from __future__ import annotations
 
 import platform
 import random
-import subprocess
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from . import __version__
-from .device import describe, resolve_device
+from .. import __version__
+from ..utils.device import describe, resolve_device
+from ..utils.validation import check_at_least, check_k
 from .ledger import Ledger
-from .paths import project_root
-from .profiles import check_profile, sizes
-
-
-def git_commit(root=None) -> str:
-    """The project's git commit (with ``+dirty`` if the work tree has changes), or ``unknown``."""
-    root = root or project_root()
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return sha + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+from .paths import git_commit
+from .profiles import check_profile, sizes_for
+from .style import use_book_style
 
 
 def seed_everything(seed: int) -> None:
@@ -59,8 +48,11 @@ class ChapterContext:
 
 
 def setup_chapter(chapter: str, profile: str = "standard", device: str = "auto", seed: int = 0,
-                  quiet: bool = False) -> ChapterContext:
+                  quiet: bool = False, *, sizes: dict | None = None) -> ChapterContext:
     """Validate the papermill parameters and prepare a chapter run (see module docstring).
+
+    ``sizes`` is the chapter's table ``{profile: {name: size}}``; ``ctx.sizes`` is its entry
+    for ``profile`` (empty when the page has no experiment sizes).
 
     Raises:
         ValueError: unknown profile or device, ``cuda`` without a GPU, negative seed.
@@ -70,12 +62,18 @@ def setup_chapter(chapter: str, profile: str = "standard", device: str = "auto",
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got seed={seed!r}")
     seed_everything(seed)
-    from .plotting import use_book_style
-
     use_book_style()
     ctx = ChapterContext(chapter=chapter, profile=profile, device=dev, seed=seed,
-                         sizes=sizes(chapter, profile),
+                         sizes=sizes_for(sizes, profile) if sizes is not None else {},
                          ledger=Ledger(chapter=chapter, profile=profile, device=str(dev), seed=seed))
     if not quiet:
         print(ctx.banner())
     return ctx
+
+
+def log_grid(k_max_log2: int, per_octave: int = 2) -> list[int]:
+    """Integers from 1 to 2^k_max_log2, about ``per_octave`` per doubling (distinct, sorted)."""
+    k_max_log2 = check_at_least(k_max_log2, "k_max_log2", 0)
+    per_octave = check_k(per_octave, "per_octave")
+    ks = np.unique(np.round(2.0 ** np.arange(0, k_max_log2 + 1e-9, 1.0 / per_octave)).astype(int))
+    return [int(k) for k in ks]

@@ -6,7 +6,7 @@ Euclidean = Frobenius norm), maps inputs into the closed unit ball of ``R^d`` (s
 similarity ``<phi(x), phi(y)>`` lies in ``[-1, 1]``), and exposes
 
 * ``lipschitz(x)``: ``L(x)`` with ``|phi_theta(x) - phi_theta'(x)| <= L(x) |theta - theta'|`` for all
-  ``theta, theta'`` in ``Theta`` (book, Lemma ``c5-lem-classes``),
+  ``theta, theta'`` in ``Theta`` (book, Lemma ``c4-lem-classes``),
 * ``n_params``, ``radius``, ``center`` (``theta0``), ``theta`` (the current flat vector),
   ``project_()`` (Euclidean projection of the parameters back onto ``Theta``) and
   ``random_parameters(generator)`` (a draw uniform in ``Theta``).
@@ -28,7 +28,8 @@ import math
 
 import torch
 
-from ._validation import check_float_tensor, check_k, check_positive
+from ..losses import info_nce_from_similarities
+from ..utils.validation import check_float_tensor, check_k, check_positive
 
 
 def ball_projection(z: torch.Tensor) -> torch.Tensor:
@@ -101,7 +102,7 @@ class NormalisedLinear(_BallClass):
 
     Since ``|A - I|_op <= |A - I|_F <= r``, ``|A x| >= (1 - r)|x|``, and the derivative of
     ``v -> v/|v|`` has operator norm ``1/|v|``, so ``L(x) = 1/(1 - r)`` (book, Lemma
-    ``c5-lem-classes``). Inputs must be non-zero.
+    ``c4-lem-classes``). Inputs must be non-zero.
 
     Args:
         dim: input and output dimension >= 2. radius: in (0, 1). dtype: parameter dtype.
@@ -203,6 +204,16 @@ class BallMLP(_BallClass):
         return torch.sqrt(self.hidden + self.w2_bound**2 * r2)
 
 
+def reference_embedding(model):
+    """The book's reference embedding class for the data of a reference model: a
+    :class:`NormalisedLinear` ``(dim, radius 0.5)`` for data on the sphere (centred at the identity,
+    ``model.identity_embedding``), else a :class:`BallLinear` ``(dim -> 4, scale 0.25, radius 0.05)``.
+    Source: book, continuity chapter, "Lipschitz constants of three classes"."""
+    if model.identity_embedding:
+        return NormalisedLinear(model.dim, 0.5)
+    return BallLinear(model.dim, 4, scale=0.25, radius=0.05)
+
+
 def loss_per_tuple(phi, x: torch.Tensor, x_pos: torch.Tensor, x_neg: torch.Tensor, tau, *,
                    variant: str = "standard") -> torch.Tensor:
     """InfoNCE of each tuple for an embedding ``phi`` into the unit ball: shape ``(n,)``, in nats.
@@ -213,8 +224,6 @@ def loss_per_tuple(phi, x: torch.Tensor, x_pos: torch.Tensor, x_neg: torch.Tenso
         tau: temperature > 0. variant: "standard" or "decoupled".
     Source: book eq. ``notation-infonce`` with ``s = <phi(x), phi(y)>``.
     """
-    from .losses import info_nce_from_similarities
-
     for name, t in (("x", x), ("x_pos", x_pos), ("x_neg", x_neg)):
         check_float_tensor(t, name)
     if x.dim() != 2 or x_pos.shape != x.shape or x_neg.dim() != 3 or x_neg.shape[0] != x.shape[0] \

@@ -18,35 +18,19 @@ lower estimate (a t-interval over the sign draws), not a guaranteed interval for
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-
 import numpy as np
 import torch
-from scipy import stats
 
-from ._validation import check_choice, check_k, check_level, check_positive, check_seed, check_tau
+from ..losses import VARIANTS
+from ..theory.stats import Estimate
+from ..utils.progress import progress
+from ..utils.validation import check_choice, check_k, check_level, check_positive, check_seed, check_tau
 from .embeddings import loss_per_tuple
-from .losses import VARIANTS
-from .progress import progress
-
-
-@dataclass
-class RademacherEstimate:
-    """``value``: mean over sign draws of the best supremum found (a lower estimate of R_n);
-    ``se``: its standard error; ``ci_low, ci_high``: t-interval; ``per_draw``: one value per draw."""
-
-    value: float
-    se: float
-    ci_low: float
-    ci_high: float
-    n_sigma: int
-    per_draw: list = field(default_factory=list)
 
 
 def empirical_rademacher(loss_class, data, n_sigma: int = 16, *, tau: float, n_starts: int = 2,
                          steps: int = 100, lr: float | None = None, seed: int = 0,
-                         variant: str = "standard", level: float = 0.95) -> RademacherEstimate:
+                         variant: str = "standard", level: float = 0.95) -> Estimate:
     """Estimate the empirical Rademacher complexity of ``{z -> l_k(theta; z) : theta in Theta}``.
 
     Args:
@@ -58,7 +42,9 @@ def empirical_rademacher(loss_class, data, n_sigma: int = 16, *, tau: float, n_s
             draw (the first at the centre, the others uniform in Theta). steps: Adam steps per
             start. lr: step size (default ``radius / 10``). seed: for signs and starts.
     Returns:
-        :class:`RademacherEstimate`, in nats.
+        an :class:`~infonce_book.theory.stats.Estimate` in nats: the mean over sign draws of the
+        best supremum found (a lower estimate of R_n), its standard error and a Student-t interval
+        over the ``n_sigma`` draws; ``samples`` holds the value of each draw.
     Raises:
         ValueError: bad shapes, n_sigma < 2, bad tau, unknown variant.
     Source: book, section "Estimating the Rademacher complexity" of chapter C4/C5.
@@ -104,8 +90,5 @@ def empirical_rademacher(loss_class, data, n_sigma: int = 16, *, tau: float, n_s
     finally:
         with torch.no_grad():
             loss_class.theta_param.copy_(saved)
-    arr = np.asarray(values)
-    se = float(arr.std(ddof=1) / math.sqrt(n_sigma))
-    q = float(stats.t.ppf(0.5 + level / 2.0, n_sigma - 1))
-    mean = float(arr.mean())
-    return RademacherEstimate(mean, se, mean - q * se, mean + q * se, n_sigma, values)
+    return Estimate.from_samples(np.asarray(values), level, t=True, method="projected Adam, best of starts",
+                                 keep=True)

@@ -5,10 +5,10 @@
   of the population risk ``L_k(tau)``).
 * :func:`fit_linear_embedding`: learn ``phi(x) = normalize(A x)`` on a fixed training set of n
   tuples (empirical risk), for a given tau; returns the embedding and a history table.
-* :func:`fit`: ERM of InfoNCE for any embedding class of :mod:`infonce_book.embeddings` (or any
+* :func:`fit`: ERM of InfoNCE for any embedding class of :mod:`infonce_book.learning.embeddings` (or any
   module into the unit ball), on a fixed training set or on fresh tuples from a sampler.
 
-Progress bars show in a terminal only (see :mod:`infonce_book.progress`).
+Progress bars show in a terminal only (see :mod:`infonce_book.utils.progress`).
 """
 
 from __future__ import annotations
@@ -18,25 +18,17 @@ import math
 import pandas as pd
 import torch
 
-from ._validation import check_choice, check_float_tensor, check_k, check_positive, check_seed, check_tau
-from .device import resolve_device
+from ..losses import VARIANTS, info_nce
+from ..utils.device import resolve_device
+from ..utils.progress import progress
+from ..utils.validation import check_choice, check_float_tensor, check_k, check_positive, check_seed, check_tau
 from .embeddings import loss_per_tuple
-from .losses import VARIANTS, info_nce
-from .progress import progress
 
 
-def _vmf_tuples(model, n: int, k: int, gen, dev):
-    x = model.sample_uniform(n, generator=gen, device=dev)
-    xp = model.sample_positive(x, generator=gen)
-    neg = model.sample_uniform(n * k, generator=gen, device=dev).reshape(n, k, model.dim)
-    return x, xp, neg
-
-
-def _check_vmf(model) -> None:
-    from .models import VonMisesFisher
-
-    if not isinstance(model, VonMisesFisher):
-        raise TypeError(f"model must be a VonMisesFisher (its samplers draw the tuples), got {type(model).__name__}")
+def _check_sphere_model(model) -> None:
+    if not getattr(model, "identity_embedding", False):
+        raise TypeError(f"model must be a reference model whose data lie on the sphere with phi = identity (the "
+                        f"vMF model), so that its tuples can be embedded directly; got {model!r}")
 
 
 def fit_temperature(model, k: int, *, tau_init: float = 1.0, batch_size: int = 512, steps: int = 400,
@@ -47,7 +39,7 @@ def fit_temperature(model, k: int, *, tau_init: float = 1.0, batch_size: int = 5
     Adam on ``log tau`` with fresh tuples each step; the estimate is the average of ``tau`` over
     the last ``tail`` steps. Returns ``{"tau": estimate, "history": DataFrame(step, tau, loss)}``.
     """
-    _check_vmf(model)
+    _check_sphere_model(model)
     k = check_k(k)
     tau_init = check_positive(tau_init, "tau_init")
     batch_size, steps, tail = check_k(batch_size, "batch_size"), check_k(steps, "steps"), check_k(tail, "tail")
@@ -62,7 +54,7 @@ def fit_temperature(model, k: int, *, tau_init: float = 1.0, batch_size: int = 5
     opt = torch.optim.Adam([log_tau], lr=lr)
     hist = []
     for step in progress(range(steps), desc="fit_temperature"):
-        x, xp, neg = _vmf_tuples(model, batch_size, k, gen, dev)
+        x, xp, neg = model.sample_tuples(batch_size, k, generator=gen, device=dev)
         loss = info_nce(x, xp, neg, log_tau.exp(), variant=variant)
         opt.zero_grad()
         loss.backward()
@@ -80,7 +72,7 @@ def fit_linear_embedding(model, tau: float, *, n_train: int, k: int, steps: int 
     Returns ``{"A", "train_risk", "test_risk", "test_se", "history"}``: the empirical risk on the
     training tuples and the risk on ``n_test`` fresh tuples (with its standard error), in nats.
     """
-    _check_vmf(model)
+    _check_sphere_model(model)
     tau = check_tau(tau)
     k, n_train, steps = check_k(k), check_k(n_train, "n_train"), check_k(steps, "steps")
     if isinstance(n_test, bool) or not isinstance(n_test, int) or n_test < 2:
@@ -88,7 +80,7 @@ def fit_linear_embedding(model, tau: float, *, n_train: int, k: int, steps: int 
     lr = check_positive(lr, "lr")
     dev = resolve_device(device)
     gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
-    x, xp, neg = _vmf_tuples(model, n_train, k, gen, dev)
+    x, xp, neg = model.sample_tuples(n_train, k, generator=gen, device=dev)
     A = (torch.eye(model.dim, dtype=torch.float64, device=dev)
          + 0.5 * torch.randn(model.dim, model.dim, generator=gen, dtype=torch.float64, device=dev)).requires_grad_()
     phi = lambda v: torch.nn.functional.normalize(v @ A.T, dim=-1)  # noqa: E731
@@ -102,7 +94,7 @@ def fit_linear_embedding(model, tau: float, *, n_train: int, k: int, steps: int 
         hist.append({"step": step, "train_risk": float(loss.detach())})
     with torch.no_grad():
         train = float(info_nce(phi(x), phi(xp), phi(neg), tau))
-        tx, txp, tneg = _vmf_tuples(model, n_test, k, gen, dev)
+        tx, txp, tneg = model.sample_tuples(n_test, k, generator=gen, device=dev)
         test = info_nce(phi(tx), phi(txp), phi(tneg), tau, reduction="none")
     return {"A": A.detach(), "train_risk": train, "test_risk": float(test.mean()),
             "test_se": float(test.std() / math.sqrt(n_test)), "history": pd.DataFrame(hist)}
@@ -126,7 +118,7 @@ def fit(embedding, data, tau, *, steps: int = 300, lr: float = 0.01, batch_size:
 
     Args:
         embedding: a ``torch.nn.Module`` mapping ``(..., p)`` inputs to ``(..., d)`` vectors of
-            norm <= 1 (e.g. a class of :mod:`infonce_book.embeddings`); trained in place on the
+            norm <= 1 (e.g. a class of :mod:`infonce_book.learning.embeddings`); trained in place on the
             device of its parameters. If it has ``project_()``, the parameters are projected back
             onto its parameter set after every step (projected gradient descent).
         data: either a tuple ``(x, x_pos, x_neg)`` of tensors with shapes (n, p), (n, p),

@@ -14,9 +14,32 @@ import numpy as np
 import torch
 from scipy import special
 
-from ._validation import (check_at_least, check_choice, check_float_tensor, check_k, check_nonneg, check_seed,
-                          check_tau, check_unit_norm)
-from .losses import VARIANTS
+from ..losses import VARIANTS
+from ..theory.exact import N_NODES, DiscreteLaws, ein, exact_bias, exp1_from_log, expected_log_T, snis_bias
+from ..theory.search import monte_carlo_search_cross_entropy
+from ..theory.stats import Estimate
+from ..theory.symbolic import bias_coefficient_functions
+from ..utils.device import resolve_device
+from ..utils.validation import (
+    check_at_least,
+    check_choice,
+    check_float_tensor,
+    check_k,
+    check_nonneg,
+    check_seed,
+    check_tau,
+    check_unit_norm,
+    exp_or_raise,
+)
+from .base import ReferenceModel, register
+
+
+def _check_points(x, name: str, dim: int, ndim: int) -> None:
+    if not isinstance(x, torch.Tensor) or x.dim() != ndim or x.shape[-1] != dim:
+        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        want = f"(n, {dim})" if ndim == 2 else f"(n, k, {dim})"
+        raise ValueError(f"{name} must be a tensor of shape {want}, got {shape}")
+    check_float_tensor(x, name)
 
 
 def _check_dim(dim) -> int:
@@ -25,13 +48,6 @@ def _check_dim(dim) -> int:
     if dim < 2:
         raise ValueError(f"dim must be an integer >= 2 (the sphere S^(dim-1) in R^dim), got dim={dim}")
     return int(dim)
-
-
-def _exp_or_raise(log_value: float, name: str, tau: float, hint: str = "") -> float:
-    """``exp(log_value)``, or OverflowError naming the quantity and tau where float64 cannot hold it."""
-    if log_value > 709.78:
-        raise OverflowError(f"{name} = exp({log_value:.6g}) overflows float64 at tau={tau!r}{hint}")
-    return math.exp(log_value)
 
 
 def log_vmf_partition(dim: int, b) -> np.ndarray:
@@ -80,7 +96,7 @@ def _log_bessel_i(nu: float, x: np.ndarray) -> np.ndarray:
         out = np.log(special.ive(nu, x)) + x
     bad = ~np.isfinite(out) | (special.ive(nu, x) < 1e-290)
     if np.any(bad):
-        import mpmath
+        import mpmath  # optional heavy import, only where scipy's ive underflows (large orders)
 
         out[bad] = [float(mpmath.log(mpmath.besseli(nu, float(v)))) for v in x[bad]]
     return out
@@ -97,7 +113,8 @@ def mean_resultant_length(dim: int, kappa) -> np.ndarray:
     return np.where(kappa < 1e-8, kappa / dim, ratio)
 
 
-class VonMisesFisher:
+@register("vmf")
+class VonMisesFisher(ReferenceModel):
     """The vMF reference model on ``S^{dim-1}`` (book: notation page, "Reference models").
 
     ``pi`` is the uniform distribution on the sphere, ``M(x, .) = vMF(x, kappa)``, and the
@@ -114,17 +131,12 @@ class VonMisesFisher:
         TypeError/ValueError: dim not an integer >= 2; kappa negative or not finite.
     """
 
+    identity_embedding = True
+    param_names = ("dim", "kappa")
+
     def __init__(self, dim: int, kappa: float):
         self.dim = _check_dim(dim)
         self.kappa = check_nonneg(kappa, "kappa")
-
-    def __repr__(self) -> str:
-        return f"VonMisesFisher(dim={self.dim}, kappa={self.kappa:g})"
-
-    @property
-    def params(self) -> dict:
-        """The model's parameters as recorded in the claims ledger."""
-        return {"model": "vmf", "dim": self.dim, "kappa": self.kappa}
 
     # ------------------------------------------------------------------ closed forms
     def log_partition(self, beta) -> float | np.ndarray:
@@ -155,7 +167,17 @@ class VonMisesFisher:
             raise ValueError("optimal_tau: kappa = 0 has no finite optimal temperature (L_inf decreases to 0 as tau -> inf)")
         return 1.0 / self.kappa
 
-    def log_density_ratio(self, s) -> np.ndarray:
+    def log_density_ratio(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``log m(x, y) = kappa <x, y> - log Z(kappa)``: x (n, dim) and y (n, dim) -> (n,), or
+        y (n, k, dim) -> (n, k). Points must lie on the sphere (unit rows)."""
+        _check_points(x, "x", self.dim, 2)
+        _check_points(y, "y", self.dim, y.dim() if isinstance(y, torch.Tensor) and y.dim() in (2, 3) else 2)
+        if y.shape[0] != x.shape[0]:
+            raise ValueError(f"x and y must have the same number of rows n, got x {tuple(x.shape)}, y {tuple(y.shape)}")
+        s = (x * y).sum(-1) if y.dim() == 2 else torch.einsum("nd,nkd->nk", x, y)
+        return self.kappa * s - float(self.log_partition(self.kappa))
+
+    def log_density_ratio_of_cosine(self, s) -> np.ndarray:
         """``log m(x, y) = kappa s - log Z(kappa)`` as a function of ``s = <x, y>`` in [-1, 1]."""
         s = np.asarray(s, dtype=np.float64)
         if not np.all(np.isfinite(s)) or np.any(np.abs(s) > 1.0 + 1e-12):
@@ -174,8 +196,8 @@ class VonMisesFisher:
         beta = 1.0 / tau
         lz = lambda b: float(self.log_partition(b))  # noqa: E731
         lmu = lz(beta)
-        ev = {j: _exp_or_raise(lz(j * beta) - j * lmu, f"E[(W/mu)^{j}]", tau) for j in range(1, 5)}
-        u = {j: _exp_or_raise(lz(self.kappa + j * beta) - lz(self.kappa) - j * lmu, f"E[(W+/mu)^{j}]", tau)
+        ev = {j: exp_or_raise(lz(j * beta) - j * lmu, f"E[(W/mu)^{j}]", tau) for j in range(1, 5)}
+        u = {j: exp_or_raise(lz(self.kappa + j * beta) - lz(self.kappa) - j * lmu, f"E[(W+/mu)^{j}]", tau)
              for j in range(1, 4)}
         m2 = ev[2] - 1.0
         m3 = ev[3] - 3.0 * ev[2] + 2.0
@@ -193,7 +215,7 @@ class VonMisesFisher:
         tau = check_tau(tau)
         out = self.normalised_weight_moments(tau)
         hint = "; normalised_weight_moments(tau) gives log_mu and the normalised moments"
-        mu = _exp_or_raise(out["log_mu"], "mu = E W = Z(1/tau)", tau, hint)
+        mu = exp_or_raise(out["log_mu"], "mu = E W = Z(1/tau)", tau, hint)
         sigma2 = out["m2"] * mu * mu  # m2 >= 0 up to rounding
         if not math.isfinite(sigma2):
             raise OverflowError(f"sigma2 = Var W = m2 mu^2 overflows float64 at tau={tau!r}{hint}")
@@ -210,16 +232,23 @@ class VonMisesFisher:
         check_choice(variant, "variant", VARIANTS)
         if order not in (1, 2, 3):
             raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
-        from .symbolic import bias_coefficient_functions
-
         mom = self.normalised_weight_moments(tau)
         args = (mom["u1"], mom["u2"], mom["u3"], mom["m2"], mom["m3"], mom["m4"])
         return tuple(float(f(*args)) for f in bias_coefficient_functions(variant, order))
 
-    def exact_bias(self, k, tau, variant: str = "standard") -> float:
-        """``L_k - log k - L_inf`` by the Laplace/Frullani quadrature (see :mod:`infonce_book.exact`)."""
-        from .exact import exact_bias
+    def anchor_laws(self, beta: float, *, closed_form: bool = True, n_nodes: int = N_NODES):
+        """The laws of the weights given an anchor, for the exact quadrature
+        (:func:`infonce_book.theory.exact.exact_bias`): one ``(1.0, SimilarityLaws)`` pair, since
+        in this model (phi orthogonal) the law of the weights given x does not depend on x."""
+        yield 1.0, SimilarityLaws(self, beta, n_nodes=n_nodes, closed_form=closed_form)
 
+    def independent_evaluation(self) -> dict:
+        """Options of :meth:`anchor_laws` for a second, independent evaluation of the quadrature
+        (dim 3: Gauss--Jacobi instead of the ``Ein`` closed form; else 320 instead of 256 nodes)."""
+        return {"closed_form": False} if self.dim == 3 else {"n_nodes": 320}
+
+    def exact_bias(self, k, tau, variant: str = "standard") -> float:
+        """``L_k - log k - L_inf`` by the Laplace/Frullani quadrature (see :mod:`infonce_book.theory.exact`)."""
         return float(exact_bias(self, [check_k(k)], tau, variant)[0])
 
     def exact_centred_risk(self, k, tau, variant: str = "standard") -> float:
@@ -240,16 +269,14 @@ class VonMisesFisher:
         expectations by 1-D quadrature (:func:`infonce_book.exact.snis_bias`, Frullani).
         ``method="monte_carlo"``: ``n_queries`` queries with k unseen uniform database items each,
         seeded, on ``device``; a 95% interval.
-        Returns a :class:`SearchCrossEntropy`. Source: book, C2 chapter, Theorem ``c2-thm-search``.
+        Returns an :class:`~infonce_book.theory.stats.Estimate` (``method`` says how it was
+        computed). Source: book, C2 chapter, Theorem ``c2-thm-search``.
         """
-        from .device import resolve_device
-
         k = check_k(k, meaning="database size")
         tau = check_tau(tau)
         check_choice(method, "method", ("laplace", "monte_carlo"))
         if method == "laplace":
-            val = float(self.search_cross_entropy_curve([k], tau)[0])
-            return SearchCrossEntropy(val, val, val, "laplace")
+            return Estimate.exact(float(self.search_cross_entropy_curve([k], tau)[0]), method="laplace")
         dev = resolve_device(device)
         gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
         if batch_size is not None:
@@ -258,21 +285,19 @@ class VonMisesFisher:
         bs = batch_size or max(1, min(4096, 2**22 // k))
 
         def sample_batch(n):
-            x = self.sample_uniform(n, generator=gen, device=dev)
-            db = self.sample_uniform(n * k, generator=gen, device=dev).reshape(n, k, self.dim)
+            x = self.sample_data(n, generator=gen, device=dev)
+            db = self.sample_negatives(n, k, generator=gen, device=dev)
             s = torch.einsum("bd,bkd->bk", x, db)
             return s, self.kappa * s - log_zk
 
-        return _mc_search_cross_entropy(sample_batch, k, check_at_least(n_queries, "n_queries", 2, "an interval "
+        return monte_carlo_search_cross_entropy(sample_batch, k, check_at_least(n_queries, "n_queries", 2, "an interval "
                                         "needs two queries"), tau, bs)
 
     def search_cross_entropy_curve(self, ks, tau) -> np.ndarray:
         """``E[H(M_hat_k, Q_hat_k)] - log k`` for many k at once, exactly (Laplace method)."""
-        from .exact import _SimilarityLaws, expected_log_T, snis_bias
-
         beta = 1.0 / check_tau(tau)
         ks = [check_k(k, meaning="database size") for k in np.atleast_1d(ks)]
-        laws = _SimilarityLaws(self, beta)
+        laws = SimilarityLaws(self, beta)
         log_tilt = self.kappa * laws.s
         m = np.exp(log_tilt - log_tilt.max())
         m = m / (laws.w_neg @ m)
@@ -289,22 +314,24 @@ class VonMisesFisher:
         kap = self.kappa
         log_z = lambda b: float(self.log_partition(b))  # noqa: E731
         a = lambda c: float(mean_resultant_length(self.dim, c))  # noqa: E731
-        ratio = _exp_or_raise(log_z(2 * kap) - 2 * log_z(kap), "Z(2 kappa) / Z(kappa)^2 = E_M m", 1.0 / beta)
+        ratio = exp_or_raise(log_z(2 * kap) - 2 * log_z(kap), "Z(2 kappa) / Z(kappa)^2 = E_M m", 1.0 / beta)
         d1 = beta * ratio * (a(2 * kap) - a(kap))  # beta Cov_M(m, s)
         if variant == "standard":
             d1 -= self.normalised_weight_moments(tau)["u1"]
         return d1
 
     # ------------------------------------------------------------------ samplers
-    def sample_uniform(self, n: int, *, generator: torch.Generator | None = None, device=None,
-                       dtype=torch.float64) -> torch.Tensor:
-        """``n`` points uniform on ``S^{dim-1}``: (n, dim) tensor (normalised Gaussians)."""
+    def sample_data(self, n: int, *, generator: torch.Generator | None = None, device=None,
+                    dtype=None) -> torch.Tensor:
+        """``n`` points uniform on ``S^{dim-1}`` (the data distribution pi): (n, dim) tensor
+        (normalised Gaussians), float64 unless ``dtype`` says otherwise."""
         n = check_k(n, "n")
+        dtype = dtype or torch.float64
         g = torch.randn(n, self.dim, generator=generator, device=device, dtype=dtype)
         return g / torch.linalg.vector_norm(g, dim=-1, keepdim=True)
 
     def sample_cosines(self, n: int, *, generator: torch.Generator | None = None, device=None,
-                       dtype=torch.float64) -> torch.Tensor:
+                       dtype=None) -> torch.Tensor:
         """``n`` draws of ``w = <x, x+>`` for ``x+ ~ vMF(x, kappa)``: (n,) tensor in [-1, 1].
 
         dim = 3: exact inverse CDF ``w = 1 + log(u + (1-u) e^{-2 kappa}) / kappa``. Other dims:
@@ -312,9 +339,10 @@ class VonMisesFisher:
         first coordinate of a uniform point on the sphere (so that a torch generator seeds it).
         """
         n = check_k(n, "n")
+        dtype = dtype or torch.float64
         p, kap = self.dim, self.kappa
         if kap == 0.0:
-            return self.sample_uniform(n, generator=generator, device=device, dtype=dtype)[:, 0]
+            return self.sample_data(n, generator=generator, device=device, dtype=dtype)[:, 0]
         if p == 3:
             u = torch.rand(n, generator=generator, device=device, dtype=dtype)
             return 1.0 + torch.log(u + (1.0 - u) * math.exp(-2.0 * kap)) / kap
@@ -325,7 +353,7 @@ class VonMisesFisher:
         todo = torch.arange(n, device=device)
         while todo.numel():
             m = todo.numel()
-            z = (1.0 + self.sample_uniform(m, generator=generator, device=device, dtype=dtype)[:, 0]) / 2.0
+            z = (1.0 + self.sample_data(m, generator=generator, device=device, dtype=dtype)[:, 0]) / 2.0
             u = torch.rand(m, generator=generator, device=device, dtype=dtype)
             w = (1.0 - (1.0 + b) * z) / (1.0 - (1.0 - b) * z)
             ok = kap * w + (p - 1.0) * torch.log(1.0 - x0 * w) - c >= torch.log(u)
@@ -351,392 +379,70 @@ class VonMisesFisher:
         return out / torch.linalg.vector_norm(out, dim=-1, keepdim=True)  # remove rounding off the sphere
 
 
-# ---------------------------------------------------------------------------------------------
-# Shared by the models: the similarity-search quantities of the C2 chapter.
+# Relative agreement that the vMF laws on the quadrature nodes must reach with the closed forms
+# (the first two moments of W/mu under the data and the positive-pair laws, and the mean cosine of
+# a positive) before the quadrature is trusted; well-resolved cases reach about 1e-13.
+RESOLUTION_TOLERANCE = 1e-8
 
 
-class SearchCrossEntropy(tuple):
-    """``(value, ci_low, ci_high, method)``: ``E[H(M_hat_k, Q_hat_k)] - log k`` in nats, a 95%
-    interval (equal to the value for the exact methods) and how it was computed
-    (``"enumeration"``, ``"laplace"`` or ``"monte_carlo"``)."""
+class SimilarityLaws(DiscreteLaws):
+    """The vMF model's weights ``V = e^{beta s} / mu`` (in units of their mean, so nothing
+    overflows) on Gauss--Jacobi nodes for ``s = <x, y>``; for dim 3 the negative weight's
+    transform in closed form (``Ein`` and ``E1``).
 
-    def __new__(cls, value, ci_low, ci_high, method):
-        return super().__new__(cls, (float(value), float(ci_low), float(ci_high), method))
-
-    def __repr__(self) -> str:
-        return (f"SearchCrossEntropy(value={self[0]!r}, ci_low={self[1]!r}, ci_high={self[2]!r}, "
-                f"method={self[3]!r})")
-
-    value = property(lambda self: self[0])
-    ci_low = property(lambda self: self[1])
-    ci_high = property(lambda self: self[2])
-    method = property(lambda self: self[3])
-
-
-def _mc_search_cross_entropy(sample_batch, k: int, n_queries: int, tau: float, batch_size: int):
-    """Monte Carlo mean of ``H(M_hat, Q_hat) - log k`` with a 95% normal interval.
-
-    ``sample_batch(n)`` returns ``(s_db, log_m_db)`` of shape (n, k) for n fresh queries.
-    """
-    from .search import search_cross_entropy
-
-    vals = []
-    for lo in range(0, n_queries, batch_size):
-        s_db, log_m_db = sample_batch(min(batch_size, n_queries - lo))
-        vals.append((search_cross_entropy(s_db, log_m_db, tau) - math.log(k)).double().cpu().numpy())
-    v = np.concatenate(vals)
-    mean, half = float(v.mean()), 1.959963984540054 * float(v.std(ddof=1)) / math.sqrt(len(v))
-    return SearchCrossEntropy(mean, mean - half, mean + half, "monte_carlo")
-
-
-def _as_float64_array(x, name: str, ndim: int) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    arr = np.asarray(x)
-    if arr.dtype.kind not in "fiu":
-        raise TypeError(f"{name} must be a real array, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64)
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite entries")
-    return arr
-
-
-class FiniteModel:
-    """A data distribution on N points, where everything is exact (book, C2 chapter).
-
-    Args:
-        pi: (N,) data distribution: entries > 0 summing to 1.
-        kernel: (N, N) positive-pair Markov kernel ``M``: entries > 0, rows summing to 1.
-        embeddings: (N, d) the embedding ``phi`` of the N points, unit rows.
-    Raises:
-        ValueError/TypeError naming the argument: wrong shapes, non-finite entries, ``pi`` not a
-        probability vector, ``kernel`` not row-stochastic or with zero entries (then
-        ``m = M/pi`` would vanish), embeddings not of unit norm.
+    Raises ValueError when the nodes cannot resolve the laws (a large kappa or beta in a high
+    dimension puts the mass of ``e^{kappa s}`` or ``e^{beta s}`` where the nodes are sparse): the
+    node averages of ``V`` and ``V^2`` (negative and positive) and of the positive's cosine are
+    compared with their closed forms (``E V^j = Z(j beta) / Z(beta)^j``,
+    ``E V+^j = Z(kappa + j beta) / (Z(kappa) Z(beta)^j)``, ``A_p(kappa)``).
     """
 
-    def __init__(self, pi, kernel, embeddings):
-        pi = _as_float64_array(pi, "pi", 1)
-        kernel = _as_float64_array(kernel, "kernel", 2)
-        emb = _as_float64_array(embeddings, "embeddings", 2)
-        n = pi.shape[0]
-        if n < 1:
-            raise ValueError("pi must have at least one point")
-        if kernel.shape != (n, n):
-            raise ValueError(f"kernel must have shape (N, N) = ({n}, {n}) to match pi; got {kernel.shape}")
-        if emb.shape[0] != n:
-            raise ValueError(f"embeddings must have shape (N, d) with N = {n}; got {emb.shape}")
-        if np.any(pi <= 0) or abs(pi.sum() - 1.0) > 1e-9:
-            raise ValueError(f"pi must be a probability vector with entries > 0 summing to 1; "
-                             f"min {pi.min():.3g}, sum {pi.sum():.12g}")
-        if np.any(kernel <= 0):
-            raise ValueError("kernel must have all entries > 0 (the positive-pair kernel M must be "
-                             f"equivalent to pi); found {int((kernel <= 0).sum())} entries <= 0")
-        rows = kernel.sum(axis=1)
-        if np.max(np.abs(rows - 1.0)) > 1e-9:
-            raise ValueError(f"kernel must be row-stochastic (rows summing to 1); row sums range "
-                             f"{rows.min():.12g} .. {rows.max():.12g}")
-        norms = np.linalg.norm(emb, axis=1)
-        if np.max(np.abs(norms - 1.0)) > 1e-9:
-            raise ValueError(f"embeddings must have unit-norm rows; the largest |norm - 1| is "
-                             f"{np.max(np.abs(norms - 1.0)):.3g}")
-        self.pi, self.kernel, self.embeddings = pi, kernel, emb
-        self.S = np.clip(emb @ emb.T, -1.0, 1.0)  # cosines; clip only removes rounding beyond +-1
-        self.m = kernel / pi[None, :]  # m(x, y) = M(x, y) / pi(y)
+    def __init__(self, model, beta: float, n_nodes: int = N_NODES, closed_form: bool = True):
+        p = model.dim
+        alpha = (p - 3.0) / 2.0
+        nodes, weights = special.roots_jacobi(n_nodes, alpha, alpha)
+        log_tilt = model.kappa * nodes
+        wp = weights * np.exp(log_tilt - log_tilt.max())
+        log_mu = float(model.log_partition(beta))
+        log_V = beta * nodes - log_mu
+        super().__init__(np.exp(log_V), weights / weights.sum(), wp / wp.sum(), beta, mu=1.0, log_W=log_V)
+        self.model, self.s, self.log_mu = model, nodes, log_mu
+        self.closed_form = closed_form and p == 3
+        self.w_max, self.log_w_min = math.exp(beta - log_mu), -beta - log_mu
+        lz = lambda b: float(model.log_partition(b))  # noqa: E731
+        kap = model.kappa
+        log_v2 = 2.0 * log_V
+        # (name, log of the node average, log of the closed form): the first and second moments
+        # of V under both laws, and the positive's mean cosine (shifted to be positive).
+        checks = [
+            ("E[W/mu] (negatives)", special.logsumexp(log_V, b=self.w_neg), 0.0),
+            ("E[(W/mu)^2] (negatives)", special.logsumexp(log_v2, b=self.w_neg), lz(2.0 * beta) - 2.0 * log_mu),
+            ("E[W+/mu] (positive)", special.logsumexp(log_V, b=self.w_pos), lz(kap + beta) - lz(kap) - log_mu),
+            ("E[(W+/mu)^2] (positive)", special.logsumexp(log_v2, b=self.w_pos),
+             lz(kap + 2.0 * beta) - lz(kap) - 2.0 * log_mu),
+            ("1 + E<x, x+> (positive)", math.log(1.0 + float(self.w_pos @ nodes)),
+             math.log(1.0 + float(mean_resultant_length(p, kap)))),
+        ]
+        for name, log_nodes, log_closed in checks:
+            err = abs(float(log_nodes) - log_closed)  # relative error, to first order
+            if not err <= RESOLUTION_TOLERANCE:
+                raise ValueError(
+                    f"the exact quadrature does not resolve the vMF model at dim={p}, kappa={kap:g}, "
+                    f"tau={1.0 / beta:g} with {n_nodes} Gauss--Jacobi nodes: their {name} is "
+                    f"exp({float(log_nodes):.10g}) against the closed form exp({log_closed:.10g}) (relative "
+                    f"error {err:.2g} > {RESOLUTION_TOLERANCE:g}); use a larger tau or a smaller kappa here, "
+                    f"or Monte Carlo (infonce_book.theory.estimators.monte_carlo_bias)")
 
-    @property
-    def N(self) -> int:
-        return self.pi.shape[0]
+    def laplace_neg_minus_one(self, t: np.ndarray) -> np.ndarray:
+        if not self.closed_form:
+            return super().laplace_neg_minus_one(t)
+        t = np.asarray(t, dtype=np.float64)
+        b, lm = self.beta, self.log_mu
+        return -(ein(t * math.exp(b - lm)) - ein(t * math.exp(-b - lm))) / (2.0 * b)
 
-    def __repr__(self) -> str:
-        return f"FiniteModel(N={self.N}, d={self.embeddings.shape[1]})"
-
-    @property
-    def params(self) -> dict:
-        return {"model": "finite", "N": self.N, "d": int(self.embeddings.shape[1])}
-
-    @classmethod
-    def random(cls, n: int, dim: int, *, concentration: float = 4.0, seed: int = 0) -> "FiniteModel":
-        """A random model: ``pi`` Dirichlet(1), embeddings uniform on the sphere, and
-        ``M(x, y) ∝ pi(y) e^{concentration <e_x, e_y>}`` (a discrete vMF-like kernel)."""
-        rng = np.random.default_rng(seed)
-        pi = rng.dirichlet(np.ones(n))
-        emb = rng.standard_normal((n, dim))
-        emb /= np.linalg.norm(emb, axis=1, keepdims=True)
-        kern = pi[None, :] * np.exp(concentration * (emb @ emb.T))
-        return cls(pi, kern / kern.sum(axis=1, keepdims=True), emb)
-
-    # ------------------------------------------------------------------ exact quantities
-    def limit_risk(self, tau) -> float:
-        """``L_inf = sum_x pi(x) [-beta sum_y M(x,y) s(x,y) + log sum_y pi(y) e^{beta s(x,y)}]``."""
-        beta = 1.0 / check_tau(tau)
-        log_mu = special.logsumexp(beta * self.S, b=self.pi[None, :], axis=1)
-        return float(self.pi @ (-beta * (self.kernel * self.S).sum(axis=1) + log_mu))
-
-    def _log_mu(self, beta: float) -> np.ndarray:
-        """``log mu(x) = log sum_y pi(y) e^{beta s(x, y)}`` for each anchor: (N,)."""
-        return special.logsumexp(beta * self.S, b=self.pi[None, :], axis=1)
-
-    def anchor_laws(self, beta: float):
-        """``(pi(x), laws of the weights given x)`` for each anchor x (used by the quadrature),
-        the weights in units of their mean (``W/mu``, so nothing overflows at small tau)."""
-        from .exact import _DiscreteLaws
-
-        log_mu = self._log_mu(beta)
-        for x in range(self.N):
-            log_v = beta * self.S[x] - log_mu[x]
-            yield self.pi[x], _DiscreteLaws(np.exp(log_v), self.pi, self.kernel[x], beta, mu=1.0, log_W=log_v)
-
-    def exact_bias(self, k, tau, variant: str = "standard") -> float:
-        """``L_k - log k - L_inf``, exact (Laplace/Frullani with discrete transforms)."""
-        from .exact import exact_bias
-
-        return float(exact_bias(self, [check_k(k)], tau, variant)[0])
-
-    def exact_centred_risk(self, k, tau, variant: str = "standard") -> float:
-        """``L_k - log k``, exact for any k (book, C1 chapter, eq. ``c1-eq-frullani``)."""
-        return self.limit_risk(tau) + self.exact_bias(k, tau, variant)
-
-    def enumerate_centred_risk(self, k, tau, variant: str = "standard") -> float:
-        """``L_k - log k`` by enumerating all ``N^(k+1)`` (positive, negatives) configurations:
-        an independent check for small cases (raises if there are more than 10^6)."""
-        k = check_k(k)
-        beta = 1.0 / check_tau(tau)
-        check_choice(variant, "variant", VARIANTS)
-        if self.N ** (k + 1) > 10**6:
-            raise ValueError(f"enumeration needs N^(k+1) = {self.N ** (k + 1)} > 10^6 terms; use exact_centred_risk")
-        idx = np.array(list(np.ndindex(*([self.N] * k))), dtype=int).reshape(-1, k)
-        p_db = np.prod(self.pi[idx], axis=1)
-        total = 0.0
-        for x in range(self.N):
-            s_db = self.S[x][idx]  # (T, k)
-            lse_db = special.logsumexp(beta * s_db, axis=1)
-            for y in range(self.N):
-                sp = self.S[x, y]
-                if variant == "standard":
-                    loss = np.logaddexp(beta * sp, lse_db) - beta * sp
-                else:
-                    loss = lse_db - beta * sp
-                total += self.pi[x] * self.kernel[x, y] * (p_db @ loss)
-        return float(total - math.log(k))
-
-    def normalised_weight_moments(self, tau) -> dict:
-        """Per-anchor arrays (N,) of ``log_mu, u1, u2, u3, m2, m3, m4`` (see the notation page),
-        formed from ``V = W/mu = e^{beta s - log mu}`` (finite at any tau: ``V <= 1/min pi``)."""
-        beta = 1.0 / check_tau(tau)
-        log_mu = self._log_mu(beta)
-        V = np.exp(beta * self.S - log_mu[:, None])
-        out = {"log_mu": log_mu}
-        for j in (1, 2, 3):
-            out[f"u{j}"] = (self.kernel * V**j).sum(axis=1)
-        for j in (2, 3, 4):
-            out[f"m{j}"] = ((V - 1.0) ** j) @ self.pi
-        return out
-
-    def weight_moments(self, tau) -> dict:
-        """Per-anchor arrays (N,) of ``mu, log_mu, u1, u2, u3, m2, m3, m4``; raises OverflowError
-        where ``mu = E W`` exceeds float64 (tau below about 1/709 for cosines near 1):
-        :meth:`normalised_weight_moments` has the rest."""
-        tau = check_tau(tau)
-        out = self.normalised_weight_moments(tau)
-        worst = float(out["log_mu"].max())
-        _exp_or_raise(worst, "mu = E W", tau, "; normalised_weight_moments(tau) gives log_mu and the "
-                      "normalised moments")
-        return {"mu": np.exp(out["log_mu"]), **out}
-
-    def bias_coefficients(self, tau, variant: str = "standard", order: int = 2) -> tuple:
-        """``(c1, c2[, c3])`` of Theorem ``c1-thm-rate``, averaged exactly over the anchors."""
-        from .symbolic import bias_coefficient_functions
-
-        check_choice(variant, "variant", VARIANTS)
-        if order not in (1, 2, 3):
-            raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
-        mom = self.normalised_weight_moments(tau)
-        args = (mom["u1"], mom["u2"], mom["u3"], mom["m2"], mom["m3"], mom["m4"])
-        return tuple(float(self.pi @ (np.asarray(f(*args)) * np.ones(self.N)))
-                     for f in bias_coefficient_functions(variant, order))
-
-    def search_gap_constant(self, tau, variant: str = "standard") -> float:
-        """``d1`` with ``k (E[H(M_hat_k, Q_hat_k)] - L_k) -> d1`` (Theorem ``c2-thm-search``):
-        ``sum_x pi(x) [beta Cov_{M(x,.)}(m(x,.), s(x,.)) - u1(x)]`` (no ``u1`` when decoupled)."""
-        check_choice(variant, "variant", VARIANTS)
-        beta = 1.0 / check_tau(tau)
-        e_m = (self.kernel * self.m).sum(axis=1)
-        e_s = (self.kernel * self.S).sum(axis=1)
-        e_ms = (self.kernel * self.m * self.S).sum(axis=1)
-        d = beta * (e_ms - e_m * e_s)
-        if variant == "standard":
-            d = d - self.normalised_weight_moments(tau)["u1"]
-        return float(self.pi @ d)
-
-    def search_cross_entropy(self, k, tau, *, method: str = "auto", n_queries: int = 20000, seed: int = 0):
-        """``E[H(M_hat_k(x, .), Q_hat_k(x, .))] - log k`` over a database of k unseen points.
-
-        ``method``: ``"enumeration"`` (all ``N^k`` databases; exact; small cases),
-        ``"laplace"`` (exact for any k: ``L_inf - beta * SNIS bias + E log T_dec`` by 1-D
-        integrals), ``"monte_carlo"`` (a 95% interval), or ``"auto"`` (enumeration when
-        ``N^k <= 20000``, else laplace). Returns a :class:`SearchCrossEntropy` whose ``method``
-        says which was used. Source: book, C2 chapter, Theorem ``c2-thm-search``.
-        """
-        k = check_k(k, meaning="database size")
-        tau = check_tau(tau)
-        beta = 1.0 / tau
-        check_choice(method, "method", ("auto", "enumeration", "laplace", "monte_carlo"))
-        if method == "auto":
-            method = "enumeration" if self.N**k <= 20000 else "laplace"
-        if method == "enumeration":
-            if self.N**k > 10**6:
-                raise ValueError(f"enumeration needs N^k = {self.N ** k} > 10^6 databases; use method='laplace'")
-            idx = np.array(list(np.ndindex(*([self.N] * k))), dtype=int).reshape(-1, k)
-            p_db = np.prod(self.pi[idx], axis=1)
-            total = 0.0
-            for x in range(self.N):
-                log_q = beta * self.S[x][idx]
-                log_q = log_q - special.logsumexp(log_q, axis=1, keepdims=True)
-                log_mh = np.log(self.m[x][idx])
-                mh = np.exp(log_mh - special.logsumexp(log_mh, axis=1, keepdims=True))
-                total += self.pi[x] * (p_db @ -(mh * log_q).sum(axis=1))
-            val = total - math.log(k)
-            return SearchCrossEntropy(val, val, val, "enumeration")
-        if method == "laplace":
-            val = float(self.search_cross_entropy_curve([k], tau)[0])
-            return SearchCrossEntropy(val, val, val, "laplace")
-        gen = torch.Generator().manual_seed(check_seed(seed))
-        pi_t, S_t, logm_t = (torch.as_tensor(a) for a in (self.pi, self.S, np.log(self.m)))
-
-        def sample_batch(n):
-            x = torch.multinomial(pi_t, n, replacement=True, generator=gen)
-            db = torch.multinomial(pi_t, n * k, replacement=True, generator=gen).reshape(n, k)
-            return S_t[x[:, None], db], logm_t[x[:, None], db]
-
-        return _mc_search_cross_entropy(sample_batch, k, check_at_least(n_queries, "n_queries", 2, "an interval "
-                                        "needs two queries"), tau, max(1, min(4096, 2**22 // k)))
-
-    def search_cross_entropy_curve(self, ks, tau) -> np.ndarray:
-        """``E[H(M_hat_k, Q_hat_k)] - log k`` for many k at once, exactly (Laplace method)."""
-        from .exact import expected_log_T, snis_bias
-
-        beta = 1.0 / check_tau(tau)
-        ks = [check_k(k) for k in np.atleast_1d(ks)]
-        val = np.full(len(ks), self.limit_risk(tau))
-        for x, (px, laws) in enumerate(self.anchor_laws(beta)):
-            bias, _ = snis_bias(self.m[x], self.S[x], self.pi, ks)
-            log_t_dec, _ = expected_log_T(laws, ks, standard=False)
-            val += px * (-beta * bias + log_t_dec)
-        return val
-
-    # ------------------------------------------------------------------ samplers
-    def sample_anchors(self, n: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        """``n`` anchor indices drawn from ``pi``: (n,) int64."""
-        return torch.multinomial(torch.as_tensor(self.pi), check_k(n, "n"), replacement=True, generator=generator)
-
-    def sample_positives(self, anchors: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        """One positive index ``y ~ M(x, .)`` per anchor index: (n,) -> (n,) int64."""
-        return torch.multinomial(torch.as_tensor(self.kernel)[anchors], 1, generator=generator).squeeze(-1)
-
-
-class GaussianModel:
-    """Gaussian positive pairs: ``x ~ N(0, I_dim)``, ``x+ = rho x + sqrt(1 - rho^2) xi``.
-
-    The density ratio of the positive-pair kernel with respect to the data distribution is, with
-    ``r = rho``, ``log m(x, y) = -|y - r x|^2 / (2 (1 - r^2)) + |y|^2 / 2 - (dim/2) log(1 - r^2)``.
-    Input norms are unbounded (``|x|^2 ~ chi^2_dim``), which later chapters use for the
-    max-versus-average contrast.
-
-    Args:
-        dim: dimension >= 1. rho: correlation in (-1, 1).
-    """
-
-    def __init__(self, dim: int, rho: float):
-        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 1:
-            raise ValueError(f"dim must be an integer >= 1, got dim={dim!r}")
-        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not (-1.0 < float(rho) < 1.0):
-            raise ValueError(f"rho must be a correlation in (-1, 1) (open interval), got rho={rho!r}")
-        self.dim, self.rho = int(dim), float(rho)
-
-    def __repr__(self) -> str:
-        return f"GaussianModel(dim={self.dim}, rho={self.rho:g})"
-
-    @property
-    def params(self) -> dict:
-        return {"model": "gaussian", "dim": self.dim, "rho": self.rho}
-
-    def sample_data(self, n: int, *, generator=None, device=None, dtype=torch.float64) -> torch.Tensor:
-        """``n`` draws of ``x ~ N(0, I)``: (n, dim)."""
-        return torch.randn(check_k(n, "n"), self.dim, generator=generator, device=device, dtype=dtype)
-
-    def sample_positive(self, x: torch.Tensor, *, generator=None) -> torch.Tensor:
-        """``x+ = rho x + sqrt(1 - rho^2) xi`` per row of ``x``: (n, dim) -> (n, dim)."""
-        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.dim:
-            raise ValueError(f"x must be a tensor of shape (n, {self.dim})")
-        xi = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
-        return self.rho * x + math.sqrt(1.0 - self.rho**2) * xi
-
-    def log_density_ratio(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """``log m(x, y)`` for x (B, dim) and y (B, k, dim) or (k, dim): returns (B, k)."""
-        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.dim:
-            raise ValueError(f"x must be a tensor of shape (B, {self.dim})")
-        if not isinstance(y, torch.Tensor) or y.dim() not in (2, 3) or y.shape[-1] != self.dim:
-            raise ValueError(f"y must be a tensor of shape (B, k, {self.dim}) or (k, {self.dim})")
-        r2 = 1.0 - self.rho**2
-        yb = y.unsqueeze(0) if y.dim() == 2 else y
-        diff = yb - self.rho * x.unsqueeze(1)
-        return (-(diff**2).sum(-1) / (2 * r2) + (yb**2).sum(-1) / 2 - 0.5 * self.dim * math.log(r2))
-
-
-class StudentTModel:
-    """Heavy-tailed positive pairs: ``x = g / sqrt(w / nu)`` and ``x+ = (rho g + sqrt(1 - rho^2) xi) / sqrt(w / nu)``
-    with ``g, xi ~ N(0, I_dim)`` and ``w ~ chi^2_nu`` shared by the pair, so both are multivariate
-    Student-t with ``nu`` degrees of freedom. ``|x|^2 / dim`` follows ``F(dim, nu)``, so the input
-    norms have polynomial tails (``P(|x| > r) ~ r^{-nu}``): the maximum of k of them grows like
-    ``k^{1/nu}``, against ``sqrt(2 log k)`` for :class:`GaussianModel`.
-
-    Args:
-        dim: dimension >= 1. nu: degrees of freedom > 1 (finite mean norm). rho: in (-1, 1).
-    """
-
-    def __init__(self, dim: int, nu: float, rho: float):
-        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 1:
-            raise ValueError(f"dim must be an integer >= 1, got dim={dim!r}")
-        if isinstance(nu, bool) or not isinstance(nu, numbers.Real) or not (1.0 < float(nu) < math.inf):
-            raise ValueError(f"nu must be a finite number > 1 (the norm must have a mean), got nu={nu!r}")
-        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not (-1.0 < float(rho) < 1.0):
-            raise ValueError(f"rho must be a correlation in (-1, 1) (open interval), got rho={rho!r}")
-        self.dim, self.nu, self.rho = int(dim), float(nu), float(rho)
-
-    def __repr__(self) -> str:
-        return f"StudentTModel(dim={self.dim}, nu={self.nu:g}, rho={self.rho:g})"
-
-    @property
-    def params(self) -> dict:
-        return {"model": "student_t", "dim": self.dim, "nu": self.nu, "rho": self.rho}
-
-    def _scale(self, n, generator, device, dtype):
-        """``sqrt(w / nu)`` with ``w ~ chi^2_nu`` by inversion of a seeded uniform (scipy's ppf)."""
-        from scipy import stats as _st
-
-        u = torch.rand(n, generator=generator, device=device, dtype=torch.float64)
-        u = u.clamp(min=torch.finfo(torch.float64).tiny)  # u = 0 has probability 2^-53 per draw
-        w = _st.chi2.ppf(u.cpu().numpy(), self.nu)
-        return torch.as_tensor(np.sqrt(w / self.nu), dtype=dtype, device=device)
-
-    def sample_pairs(self, n: int, *, generator=None, device=None, dtype=torch.float64):
-        """``n`` pairs ``(x, x+)``: two (n, dim) tensors."""
-        n = check_k(n, "n")
-        g = torch.randn(n, self.dim, generator=generator, device=device, dtype=dtype)
-        xi = torch.randn(n, self.dim, generator=generator, device=device, dtype=dtype)
-        s = self._scale(n, generator, device, dtype).unsqueeze(-1)
-        return g / s, (self.rho * g + math.sqrt(1.0 - self.rho**2) * xi) / s
-
-    def sample_data(self, n: int, *, generator=None, device=None, dtype=torch.float64) -> torch.Tensor:
-        """``n`` draws of ``x``: (n, dim)."""
-        n = check_k(n, "n")
-        g = torch.randn(n, self.dim, generator=generator, device=device, dtype=dtype)
-        return g / self._scale(n, generator, device, dtype).unsqueeze(-1)
-
-    def norm_sf(self, r):
-        """``P(|x| > r)`` (scipy's F distribution: ``|x|^2/dim ~ F(dim, nu)``)."""
-        from scipy import stats as _st
-
-        return _st.f.sf(np.asarray(r, dtype=float) ** 2 / self.dim, self.dim, self.nu)
+    def _log_laplace_neg_large_log_t(self, log_t: np.ndarray) -> np.ndarray:
+        if not self.closed_form:
+            return super()._log_laplace_neg_large_log_t(log_t)
+        b, lm = self.beta, self.log_mu
+        with np.errstate(divide="ignore"):
+            return np.log(exp1_from_log(log_t - b - lm) - exp1_from_log(log_t + b - lm)) - math.log(2.0 * b)

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 
+import nbformat
 import yaml
 
-from . import __version__
+from .. import __version__
 
 BACK_MATTER = "back matter"  # the _toc.yml part whose pages get no chapter entry
 
@@ -107,8 +109,6 @@ def citable_pages(root: Path) -> list[tuple[str, str]]:
 
 
 def _notebook_title(path: Path) -> str:
-    import nbformat
-
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -210,8 +210,6 @@ def cite_markdown(root: Path, commit: str | None = None) -> str:
 
 def footer_html(title: str, commit: str | None = None) -> str:
     """The footer line of every rendered page: the book's version (from the package) and commit."""
-    from html import escape
-
     commit_part = f" (commit <code>{escape(commit)}</code>)" if commit else ""
     return (f'<p class="infonce-book-version">{escape(title)}, version '
             f'<span class="version">{escape(__version__)}</span>{commit_part}.</p>')

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
-from .device import DEVICES
-from .profiles import PROFILES
+from ..experiment.ledger import format_table, load_records
+from ..experiment.paths import project_root
+from ..experiment.profiles import PROFILES
+from ..utils.device import DEVICES
+from . import run as pipeline
 
 
 def _seed(value: str) -> int:
@@ -64,8 +68,6 @@ def _terminate(signum, frame):
 
 
 def main(argv=None) -> int:
-    import signal
-
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread: leave signals alone
@@ -86,23 +88,17 @@ def main(argv=None) -> int:
 
 def _main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    from .paths import project_root
-
     root = project_root()
     if not (root / "_toc.yml").is_file():
         print(f"error: no _toc.yml found at or above {Path.cwd()}; run infonce-book inside the "
               f"repository (or set INFONCE_BOOK_ROOT)", file=sys.stderr)
         return 2
     try:
-        from . import pipeline
-
         if args.command == "chapters":
             for name, path in pipeline.chapters(root).items():
                 print(f"{name}\t{path.relative_to(root)}")
             return 0
         if args.command == "ledger":
-            from .ledger import format_table, load_records
-
             build_dir = (args.build_dir or root / "_build").resolve()
             records = load_records(build_dir / "ledger") if (build_dir / "ledger").is_dir() else []
             for failed in sorted((build_dir / "notebooks").glob("*.failed.ipynb")):

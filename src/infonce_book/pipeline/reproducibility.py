@@ -21,8 +21,11 @@ import re
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from .ledger import load_records, verdict
-from .profiles import PROFILES
+import torch
+
+from ..experiment.ledger import load_records, verdict
+from ..experiment.profiles import PROFILES
+from ..utils.device import describe, resolve_device
 
 #: Distributions whose versions the appendix reports (PyPI names).
 PACKAGES = ("infonce-book", "torch", "numpy", "scipy", "sympy", "pandas", "jupyter-book", "myst-nb",
@@ -184,10 +187,6 @@ def benchmarks_markdown(root: Path, page_dir: str = "book") -> str:
 def appendix_markdown(root: Path, build_dir: Path, chapters: dict[str, Path], *, profile: str,
                       device: str, seed: int, commit: str) -> str:
     """The generated reproducibility appendix (MyST markdown; see module docstring)."""
-    import torch
-
-    from .device import describe, resolve_device
-
     versions = package_versions()
     dev = resolve_device(device)
     timings = load_timings(build_dir)

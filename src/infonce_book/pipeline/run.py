@@ -31,10 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from tqdm import tqdm
 
-from .device import resolve_device
-from .paths import atomic_write_text, project_root
-from .profiles import check_profile
+from .. import __version__
+from ..experiment.paths import atomic_write_text, git_commit, project_root
+from ..experiment.profiles import check_profile
+from ..utils.device import resolve_device
+from .citation import BACK_MATTER, cite_markdown, footer_html, toc_pages
+from .reproducibility import appendix_markdown, load_run_info, load_timings, rerun_box
 
 PIPELINE_VERSION = "1"
 
@@ -130,9 +134,10 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
                 build_dir: Path | None = None, force: bool = False, root: Path | None = None,
                 log=print) -> RunResult:
     """Execute one chapter with papermill (see module docstring). Raises :class:`ChapterError`."""
-    import jupytext
-    import nbformat
-    import papermill as pm
+    # The execution stack is imported only when a chapter runs (fast `ledger`, `chapters`):
+    import jupytext  # heavy: see above
+    import nbformat  # heavy: see above
+    import papermill as pm  # heavy: see above
 
     root = (root or project_root()).resolve()
     check_profile(profile)
@@ -229,14 +234,14 @@ def _record_timing(build_dir: Path, stem: str, profile: str, seconds: float) -> 
 
 MARKER = re.compile(r"^<!-- infonce-book: ([a-z-]+) -->[ \t]*$", flags=re.M)
 # The generated sections a page may ask for with a marker line (filled by _assemble_site):
-# "How to cite" entries, the reproducibility appendix, and the table of validated inputs
-# (infonce_book.robustness: the same list tests/test_robustness.py runs).
-GENERATED_SECTIONS = ("bibtex", "reproducibility", "validation-table")
+# "How to cite" entries and the reproducibility appendix. (The table of validated inputs is
+# rendered by a code cell of its own page: the pipeline does not import infonce_book.testing.)
+GENERATED_SECTIONS = ("bibtex", "reproducibility")
 
 
 def _insert_after_title(nb, text: str, tag: str) -> None:
     """Insert a markdown cell after the first markdown cell holding a ``# `` title (else first)."""
-    import nbformat
+    import nbformat  # see run_chapter
 
     cell = nbformat.v4.new_markdown_cell(text, metadata={"tags": [tag]})
     for i, c in enumerate(nb.cells):
@@ -267,8 +272,6 @@ def _fill_markers(site: Path, generators: dict) -> list[Path]:
 
 def _inject_config(site: Path, commit: str) -> None:
     """Put the book's version (from the package) and commit into the footer of every page."""
-    from .citation import footer_html
-
     path = site / "_config.yml"
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     html = config.setdefault("html", {})
@@ -284,21 +287,12 @@ def _assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", de
     The assembled site also gets what readers need and no chapter has to write: a "Rerun this
     chapter" box after each executed chapter's title cell (with the chapter's jupytext source
     for download under ``book/_md/``), the generated sections of the back matter (the
-    ``<!-- infonce-book: NAME -->`` markers: ``bibtex``, ``reproducibility``,
-    ``validation-table``), the benchmark
+    ``<!-- infonce-book: NAME -->`` markers: ``bibtex``, ``reproducibility``), the benchmark
     results of ``benchmarks/results/``, and the book's version and commit in the page footer.
+    Executed pages of the back matter (the robustness page) get no rerun box: they are not
+    chapters.
     """
-    import nbformat
-
-    from . import __version__
-    from .chapter import git_commit
-    from .citation import cite_markdown
-    from .reproducibility import (
-        appendix_markdown,
-        load_run_info,
-        load_timings,
-        rerun_box,
-    )
+    import nbformat  # see run_chapter
 
     site = build_dir / "site"
     if site.exists():
@@ -313,26 +307,25 @@ def _assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", de
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
     commit = git_commit(root)
     timings = load_timings(build_dir)
+    back_matter = {file for file, caption in toc_pages(root) if caption.strip().lower() == BACK_MATTER}
     for stem, src in exec_chapters.items():
         rel = src.relative_to(root)
         (site / rel).unlink()
-        md_copy = site / rel.parent / "_md" / rel.name
-        md_copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, md_copy)
         nb = nbformat.read(build_dir / "notebooks" / f"{stem}.ipynb", as_version=4)
-        _insert_after_title(nb, rerun_box(stem, src, load_run_info(build_dir, stem), timings,
-                                          f"_md/{rel.name}", __version__, commit), tag="rerun-box")
+        if str(rel.with_suffix("")) not in back_matter:
+            md_copy = site / rel.parent / "_md" / rel.name
+            md_copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, md_copy)
+            _insert_after_title(nb, rerun_box(stem, src, load_run_info(build_dir, stem), timings,
+                                              f"_md/{rel.name}", __version__, commit), tag="rerun-box")
         nbformat.write(nb, (site / rel).with_suffix(".ipynb"))
     results = root / "benchmarks" / "results"
     if results.is_dir():
         shutil.copytree(results, site / "benchmarks" / "results", dirs_exist_ok=True)
-    from .robustness import markdown_table
-
     generators = {
         "bibtex": lambda: cite_markdown(root, commit),
         "reproducibility": lambda: appendix_markdown(root, build_dir, exec_chapters, profile=profile,
                                                      device=device, seed=seed, commit=commit),
-        "validation-table": markdown_table,
     }
     assert set(generators) == set(GENERATED_SECTIONS)
     _fill_markers(site, generators)
@@ -347,8 +340,6 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
     Returns the path of ``<build>/html/index.html``. Raises :class:`ChapterError` when a chapter
     fails, ``RuntimeError`` when ``jupyter-book build`` reports an error or a warning.
     """
-    from tqdm import tqdm
-
     root = (root or project_root()).resolve()
     build_dir = Path(build_dir or root / "_build").resolve()
     check_profile(profile)

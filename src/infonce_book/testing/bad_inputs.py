@@ -3,10 +3,10 @@
 :func:`bad_inputs` lists, for every validated public input (functions, classes and the
 ``infonce-book`` command line), one call that violates it, the error it must raise, and the words
 its message must contain besides the argument's name (the offending value, or the accepted
-range). ``tests/test_robustness.py`` runs every case and checks the error type and the message;
-the book's page renders the same list as a table (the pipeline replaces the marker
-``<!-- infonce-book: validation-table -->`` by :func:`markdown_table`), so the table and the tests
-cannot drift apart: a row exists only if a test exercises it.
+range). ``tests/testing/test_bad_inputs.py`` runs every case and checks the error type and the
+message; the book's page ``book/robustness.md`` renders the same list as a table in a code cell
+(:func:`markdown_table`), so the table and the tests cannot drift apart: a row exists only if a
+test exercises it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,19 @@ import contextlib
 import io
 from dataclasses import dataclass, field
 from typing import Callable
+
+import numpy as np
+import torch
+
+from .. import losses, models
+from ..datasets import digits
+from ..experiment import ledger, profiles
+from ..experiment import setup as chapter_setup
+from ..learning import embeddings, rademacher, training
+from ..pipeline import run as pipeline
+from ..pipeline.cli import main
+from ..theory import bounds, estimators, exact, search, stats, symbolic
+from ..utils import device
 
 EXIT_2 = "exit 2"  # the error of a command-line case: exit status 2, a message on stderr
 
@@ -52,8 +65,6 @@ class BadInput:
 def run_cli(argv) -> tuple[int, str]:
     """Run ``infonce-book argv`` in this process: ``(exit status, stderr)`` (argparse's own
     errors exit through SystemExit; they are caught here)."""
-    from .cli import main
-
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
@@ -65,12 +76,6 @@ def run_cli(argv) -> tuple[int, str]:
 
 def bad_inputs() -> list[BadInput]:
     """Every documented bad input (see module docstring), in the order of the book's table."""
-    import numpy as np
-    import torch
-
-    from . import (bounds, chapter, device, digits, embeddings, estimators, exact, experiments, ledger, losses,
-                   models, pipeline, profiles, rademacher, search, symbolic, training)
-
     f64 = torch.float64
 
     def unit(*shape, seed=0, dtype=f64):
@@ -183,14 +188,20 @@ def bad_inputs() -> list[BadInput]:
           "2 x unit rows", ValueError, lambda: vmf.sample_positive(2 * unit(2, 3)), ("unit-norm",)),
         B("models.VonMisesFisher.sample_positive", "anchors", "a floating-point tensor", "int64 tensor", TypeError,
           lambda: vmf.sample_positive(torch.ones(2, 3, dtype=torch.long)), ("floating-point",)),
-        B("models.VonMisesFisher.sample_uniform", "n", "an integer >= 1", "0", ValueError,
-          lambda: vmf.sample_uniform(0), ("n=0",)),
+        B("models.VonMisesFisher.sample_data", "n", "an integer >= 1", "0", ValueError,
+          lambda: vmf.sample_data(0), ("n=0",)),
+        B("models.VonMisesFisher.sample_tuples", "k", "an integer >= 1", "0", ValueError,
+          lambda: vmf.sample_tuples(2, 0), ("k=0",)),
+        B("models.from_params", "params", "a dict naming a known model", "{'model': 'nope'}", ValueError,
+          lambda: models.from_params({"model": "nope"}), ("'nope'", "vmf")),
         B("models.VonMisesFisher.search_cross_entropy", "n_queries", "an integer >= 2", "1", ValueError,
           lambda: vmf.search_cross_entropy(4, 0.5, method="monte_carlo", n_queries=1), ("n_queries=1",)),
         B("models.VonMisesFisher.search_cross_entropy", "method", "'laplace' or 'monte_carlo'", "'x'", ValueError,
           lambda: vmf.search_cross_entropy(4, 0.5, method="x"), ("'x'",)),
-        B("models.VonMisesFisher.log_density_ratio", "s", "cosines in [-1, 1]", "1.5", ValueError,
-          lambda: vmf.log_density_ratio(1.5), ("[-1, 1]", "1.5")),
+        B("models.VonMisesFisher.log_density_ratio_of_cosine", "s", "cosines in [-1, 1]", "1.5", ValueError,
+          lambda: vmf.log_density_ratio_of_cosine(1.5), ("[-1, 1]", "1.5")),
+        B("models.VonMisesFisher.log_density_ratio", "y", "shape (n, 3) or (n, k, 3)", "shape (2, 4)", ValueError,
+          lambda: vmf.log_density_ratio(a, torch.zeros(2, 4, dtype=f64)), ("(n, 3)",)),
         B("models.log_vmf_partition", "b", "[0, inf), finite", "-1.0", ValueError,
           lambda: models.log_vmf_partition(3, -1.0), ("-1",)),
         B("models.mean_resultant_length", "kappa", "[0, inf), finite", "-1.0", ValueError,
@@ -216,151 +227,151 @@ def bad_inputs() -> list[BadInput]:
         B("models.StudentTModel", "nu", "(1, inf)", "1.0", ValueError, lambda: models.StudentTModel(2, 1.0, 0.5),
           ("nu=1.0",)),
         # ---- exact references
-        B("exact.exact_bias", "model", "a VonMisesFisher or a FiniteModel", "None", TypeError,
+        B("theory.exact.exact_bias", "model", "a VonMisesFisher or a FiniteModel", "None", TypeError,
           lambda: exact.exact_bias(None, [4], 0.5), ("NoneType",)),
-        B("exact.exact_bias", "ks", "at least one integer >= 1", "[]", ValueError,
+        B("theory.exact.exact_bias", "ks", "at least one integer >= 1", "[]", ValueError,
           lambda: exact.exact_bias(vmf, [], 0.5), ("empty",)),
-        B("exact.ein", "z", "[0, inf)", "-1.0", ValueError, lambda: exact.ein(-1.0), (">= 0",)),
-        B("exact.snis_bias", "p", "a probability vector", "sum 1.1", ValueError,
+        B("theory.exact.ein", "z", "[0, inf)", "-1.0", ValueError, lambda: exact.ein(-1.0), (">= 0",)),
+        B("theory.exact.snis_bias", "p", "a probability vector", "sum 1.1", ValueError,
           lambda: exact.snis_bias([1.0, 1.0], [0.0, 1.0], [0.5, 0.6], [2]), ("1.1",)),
-        B("exact.snis_bias", "m, f and p", "the same length", "lengths 2, 3, 2", ValueError,
+        B("theory.exact.snis_bias", "m, f and p", "the same length", "lengths 2, 3, 2", ValueError,
           lambda: exact.snis_bias([1.0, 1.0], [0.0, 1.0, 2.0], [0.5, 0.5], [2]), ("(3,)",)),
         # ---- bounds
-        B("bounds.bias_bounds", "a", "(0, 1]", "0.0", ValueError,
+        B("theory.bounds.bias_bounds", "a", "(0, 1]", "0.0", ValueError,
           lambda: bounds.bias_bounds(4, u1=1.0, u2=1.0, m2=1.0, a=0.0), ("a=0.0",)),
-        B("bounds.bias_bounds", "u1", "[0, inf), finite", "nan", ValueError,
+        B("theory.bounds.bias_bounds", "u1", "[0, inf), finite", "nan", ValueError,
           lambda: bounds.bias_bounds(4, u1=nan, u2=1.0, m2=1.0, a=0.5), ("nan",)),
-        B("bounds.bias_bounds", "u2", ">= u1^2 (moments of one law)", "u1 = 2, u2 = 1", ValueError,
+        B("theory.bounds.bias_bounds", "u2", ">= u1^2 (moments of one law)", "u1 = 2, u2 = 1", ValueError,
           lambda: bounds.bias_bounds(4, u1=2.0, u2=1.0, m2=1.0, a=0.5), ("u1^2",)),
-        B("bounds.bias_bounds", "k", "integers >= 1", "0", ValueError,
+        B("theory.bounds.bias_bounds", "k", "integers >= 1", "0", ValueError,
           lambda: bounds.bias_bounds(0, u1=1.0, u2=1.0, m2=1.0, a=0.5), ("k=0",)),
-        B("bounds.lipschitz_log_bound", "sigma", "[0, inf), finite", "-1.0", ValueError,
+        B("theory.bounds.lipschitz_log_bound", "sigma", "[0, inf), finite", "-1.0", ValueError,
           lambda: bounds.lipschitz_log_bound(4, tau=0.5, sigma=-1.0, mean_w_pos=1.0), ("-1.0",)),
-        B("bounds.lipschitz_log_bound", "tau", "e^(1/tau) within float64", "1e-3", OverflowError,
+        B("theory.bounds.lipschitz_log_bound", "tau", "e^(1/tau) within float64", "1e-3", OverflowError,
           lambda: bounds.lipschitz_log_bound(4, tau=1e-3, sigma=1.0, mean_w_pos=1.0), ("overflows", "tau=0.001")),
-        B("bounds.uniform_bias_constant", "tau", "C(tau) within float64 (tau > 0.0057)", "1e-3", OverflowError,
+        B("theory.bounds.uniform_bias_constant", "tau", "C(tau) within float64 (tau > 0.0057)", "1e-3", OverflowError,
           lambda: bounds.uniform_bias_constant(1e-3), ("overflows", "tau=0.001")),
-        B("bounds.kl_softmax_bound", "tau", tau_range, "0", ValueError, lambda: bounds.kl_softmax_bound(0),
+        B("theory.bounds.kl_softmax_bound", "tau", tau_range, "0", ValueError, lambda: bounds.kl_softmax_bound(0),
           ("(0, inf)",)),
-        B("bounds.continuity_bound", "kind", "'average', 'max' or 'dv'", "'mean'", ValueError,
+        B("theory.bounds.continuity_bound", "kind", "'average', 'max' or 'dv'", "'mean'", ValueError,
           lambda: bounds.continuity_bound(sp, sn, sp, sn, 0.5, kind="mean"), ("'mean'",)),
-        B("bounds.continuity_bound", "s_neg", "entries in [-1, 1]", "2.0", ValueError,
+        B("theory.bounds.continuity_bound", "s_neg", "entries in [-1, 1]", "2.0", ValueError,
           lambda: bounds.continuity_bound(sp, sn + 1.5, sp, sn, 0.5), ("[-1, 1]",)),
-        B("bounds.continuity_bound", "gamma", "only with kind='dv'", "1.0 with 'average'", ValueError,
+        B("theory.bounds.continuity_bound", "gamma", "only with kind='dv'", "1.0 with 'average'", ValueError,
           lambda: bounds.continuity_bound(sp, sn, sp, sn, 0.5, gamma=1.0), ("kind='dv'",)),
-        B("bounds.continuity_bound", "tau", "the average form within float64", "1e-3", OverflowError,
+        B("theory.bounds.continuity_bound", "tau", "the average form within float64", "1e-3", OverflowError,
           lambda: bounds.continuity_bound(sp, sn, sp, sn * 0.5, 1e-3), ("overflows", "tau=0.001", "kind='max'")),
-        B("bounds.loss_lipschitz_constant", "L_neg", "finite entries >= 0", "-1.0", ValueError,
+        B("theory.bounds.loss_lipschitz_constant", "L_neg", "finite entries >= 0", "-1.0", ValueError,
           lambda: bounds.loss_lipschitz_constant([1.0], [1.0], [[-1.0]], 0.5), ("-1.0",)),
-        B("bounds.loss_lipschitz_constant", "L_anchor", "a real array", "['a']", TypeError,
+        B("theory.bounds.loss_lipschitz_constant", "L_anchor", "a real array", "['a']", TypeError,
           lambda: bounds.loss_lipschitz_constant(["a"], [1.0], [[1.0]], 0.5), ("real array",)),
-        B("bounds.rademacher_covering_bound", "n_params", "an integer >= 1", "0", ValueError,
+        B("theory.bounds.rademacher_covering_bound", "n_params", "an integer >= 1", "0", ValueError,
           lambda: bounds.rademacher_covering_bound(1.0, 1.0, 0, 10), ("n_params=0",)),
-        B("bounds.loss_range", "k (number of negatives)", "an integer >= 1", "0", ValueError,
+        B("theory.bounds.loss_range", "k (number of negatives)", "an integer >= 1", "0", ValueError,
           lambda: bounds.loss_range(0, 0.5), ("k=0",)),
-        B("bounds.search_bias_constant", "m_min", "(0, inf)", "0.0", ValueError,
+        B("theory.bounds.search_bias_constant", "m_min", "(0, inf)", "0.0", ValueError,
           lambda: bounds.search_bias_constant(0.5, sd_m=1.0, second_moment_m=1.0, m_min=0.0), ("m_min=0.0",)),
-        B("bounds.theorem1_terms", "delta", "(0, 1)", "1.0", ValueError,
+        B("theory.bounds.theorem1_terms", "delta", "(0, 1)", "1.0", ValueError,
           lambda: bounds.theorem1_terms(train_risk=1.0, k=4, n=10, tau=0.5, delta=1.0, rademacher=0.1),
           ("delta=1.0",)),
-        B("bounds.theorem1_terms", "train_risk", "a finite real number", "nan", ValueError,
+        B("theory.bounds.theorem1_terms", "train_risk", "a finite real number", "nan", ValueError,
           lambda: bounds.theorem1_terms(train_risk=nan, k=4, n=10, tau=0.5, delta=0.1, rademacher=0.1), ("nan",)),
-        B("bounds.theorem1_terms", "train_risk", "a finite real number", "'x'", TypeError,
+        B("theory.bounds.theorem1_terms", "train_risk", "a finite real number", "'x'", TypeError,
           lambda: bounds.theorem1_terms(train_risk="x", k=4, n=10, tau=0.5, delta=0.1, rademacher=0.1), ("'x'",)),
         # ---- estimators
-        B("estimators.monte_carlo_bias", "model", "a VonMisesFisher", "a FiniteModel", TypeError,
+        B("theory.estimators.monte_carlo_bias", "model", "a VonMisesFisher", "a FiniteModel", TypeError,
           lambda: estimators.monte_carlo_bias(fin, 4, 0.5, 10, device="cpu"), ("FiniteModel",)),
-        B("estimators.monte_carlo_bias", "n_tuples", "an integer >= 2", "1", ValueError,
+        B("theory.estimators.monte_carlo_bias", "n_tuples", "an integer >= 2", "1", ValueError,
           lambda: estimators.monte_carlo_bias(vmf, 4, 0.5, 1, device="cpu"), ("n_tuples=1",)),
-        B("estimators.monte_carlo_bias", "batch_size", "an integer >= 1", "0", ValueError,
+        B("theory.estimators.monte_carlo_bias", "batch_size", "an integer >= 1", "0", ValueError,
           lambda: estimators.monte_carlo_bias(vmf, 4, 0.5, 10, batch_size=0, device="cpu"), ("batch_size=0",)),
-        B("estimators.monte_carlo_bias", "dtype", "torch.float32 or torch.float64", "torch.int64", ValueError,
+        B("theory.estimators.monte_carlo_bias", "dtype", "torch.float32 or torch.float64", "torch.int64", ValueError,
           lambda: estimators.monte_carlo_bias(vmf, 4, 0.5, 10, dtype=torch.int64, device="cpu"), ("int64",)),
-        B("estimators.monte_carlo_bias", "level", "(0, 1)", "1.5", ValueError,
+        B("theory.estimators.monte_carlo_bias", "level", "(0, 1)", "1.5", ValueError,
           lambda: estimators.monte_carlo_bias(vmf, 4, 0.5, 10, level=1.5, device="cpu"), ("level=1.5",)),
-        B("estimators.monte_carlo_bias", "seed", "an integer >= 0", "-1", ValueError,
+        B("theory.estimators.monte_carlo_bias", "seed", "an integer >= 0", "-1", ValueError,
           lambda: estimators.monte_carlo_bias(vmf, 4, 0.5, 10, seed=-1, device="cpu"), ("seed=-1",)),
-        B("estimators.monte_carlo_bias", "device", "'auto', 'cpu', 'cuda' or 'cuda:N'", "'tpu'", ValueError,
+        B("theory.estimators.monte_carlo_bias", "device", "'auto', 'cpu', 'cuda' or 'cuda:N'", "'tpu'", ValueError,
           lambda: estimators.monte_carlo_bias(vmf, 4, 0.5, 10, device="tpu"), ("'tpu'",)),
-        B("estimators.monte_carlo_bias", "device", "'cuda' only where a CUDA GPU is present", "'cuda'", ValueError,
+        B("theory.estimators.monte_carlo_bias", "device", "'cuda' only where a CUDA GPU is present", "'cuda'", ValueError,
           lambda: estimators.monte_carlo_bias(vmf, 4, 0.5, 10, device="cuda"), ("no CUDA GPU",),
           needs_no_gpu=True),
-        B("estimators.Estimate.from_samples", "x", "at least 2 finite samples", "one sample", ValueError,
-          lambda: estimators.Estimate.from_samples(np.array([1.0])), ("at least 2",)),
-        B("estimators.Estimate.from_samples", "level", "(0, 1)", "2.0", ValueError,
-          lambda: estimators.Estimate.from_samples(np.array([1.0, 2.0]), level=2.0), ("level=2.0",)),
+        B("theory.stats.Estimate.from_samples", "x", "at least 2 finite samples", "one sample", ValueError,
+          lambda: stats.Estimate.from_samples(np.array([1.0])), ("at least 2",)),
+        B("theory.stats.Estimate.from_samples", "level", "(0, 1)", "2.0", ValueError,
+          lambda: stats.Estimate.from_samples(np.array([1.0, 2.0]), level=2.0), ("level=2.0",)),
         # ---- similarity search
-        B("search.search_cross_entropy", "s_db and log_m_db", "the same shape (B, k)", "(2, 3) and (2, 2)",
+        B("theory.search.search_cross_entropy", "s_db and log_m_db", "the same shape (B, k)", "(2, 3) and (2, 2)",
           ValueError, lambda: search.search_cross_entropy(sn, sn[:, :2], 0.5), ("(2, 3)", "(2, 2)")),
-        B("search.softmax_search_log_kernel", "s_db", "shape (B, k), B, k >= 1", "a (3,) tensor", ValueError,
+        B("theory.search.softmax_search_log_kernel", "s_db", "shape (B, k), B, k >= 1", "a (3,) tensor", ValueError,
           lambda: search.softmax_search_log_kernel(sp.new_zeros(3), 0.5), ("(3,)",)),
-        B("search.positive_rank", "score_pos", "shape (B,), B = score_db.shape[0]", "B = 1", ValueError,
+        B("theory.search.positive_rank", "score_pos", "shape (B,), B = score_db.shape[0]", "B = 1", ValueError,
           lambda: search.positive_rank(sp[:1], sn), ("(1,)", "(2, 3)")),
-        B("search.empirical_kl_softmax", "queries", "rows of norm 1", "2 x unit rows", ValueError,
+        B("theory.search.empirical_kl_softmax", "queries", "rows of norm 1", "2 x unit rows", ValueError,
           lambda: search.empirical_kl_softmax(2 * a, unit(5, 3), 0.5), ("unit-norm",)),
-        B("search.empirical_kl_softmax", "sample", "(B, n, d) with the queries' B, or (n, d)", "B = 3",
+        B("theory.search.empirical_kl_softmax", "sample", "(B, n, d) with the queries' B, or (n, d)", "B = 3",
           ValueError, lambda: search.empirical_kl_softmax(a, unit(3, 5, 3), 0.5), ("(3, 5, 3)",)),
-        B("search.empirical_kl_softmax_interval", "level", "(0, 1)", "2.0", ValueError,
+        B("theory.search.empirical_kl_softmax_interval", "level", "(0, 1)", "2.0", ValueError,
           lambda: search.empirical_kl_softmax_interval(unit(4, 3), unit(5, 3), 0.5, level=2.0), ("level=2.0",)),
         # ---- embeddings, training, Rademacher complexity
-        B("embeddings.NormalisedLinear", "dim", "an integer >= 2", "1", ValueError,
+        B("learning.embeddings.NormalisedLinear", "dim", "an integer >= 2", "1", ValueError,
           lambda: embeddings.NormalisedLinear(1), ("dim=1",)),
-        B("embeddings.NormalisedLinear", "radius", "(0, 1)", "1.0", ValueError,
+        B("learning.embeddings.NormalisedLinear", "radius", "(0, 1)", "1.0", ValueError,
           lambda: embeddings.NormalisedLinear(3, 1.0), ("radius=1.0",)),
-        B("embeddings.loss_per_tuple", "x", "a floating-point tensor", "int64 tensor", TypeError,
+        B("learning.embeddings.loss_per_tuple", "x", "a floating-point tensor", "int64 tensor", TypeError,
           lambda: embeddings.loss_per_tuple(embeddings.NormalisedLinear(3), a.long(), p, n, 0.5), ("int64",)),
-        B("training.fit_temperature", "tail", "1 .. steps", "200 > steps = 10", ValueError,
+        B("learning.training.fit_temperature", "tail", "1 .. steps", "200 > steps = 10", ValueError,
           lambda: training.fit_temperature(vmf, 4, steps=10, device="cpu"), ("tail=200", "steps=10")),
-        B("training.fit_temperature", "lr", "(0, inf), finite", "0", ValueError,
+        B("learning.training.fit_temperature", "lr", "(0, inf), finite", "0", ValueError,
           lambda: training.fit_temperature(vmf, 4, steps=10, tail=5, lr=0, device="cpu"), ("lr=0.0",)),
-        B("training.fit_temperature", "tau_init", "(0, inf), finite", "-1.0", ValueError,
+        B("learning.training.fit_temperature", "tau_init", "(0, inf), finite", "-1.0", ValueError,
           lambda: training.fit_temperature(vmf, 4, tau_init=-1.0, device="cpu"), ("tau_init=-1.0",)),
-        B("training.fit_linear_embedding", "n_test", "an integer >= 2", "1", ValueError,
+        B("learning.training.fit_linear_embedding", "n_test", "an integer >= 2", "1", ValueError,
           lambda: training.fit_linear_embedding(vmf, 0.5, n_train=4, k=2, n_test=1, device="cpu"), ("n_test=1",)),
-        B("training.fit", "steps", "an integer >= 1", "0", ValueError,
+        B("learning.training.fit", "steps", "an integer >= 1", "0", ValueError,
           lambda: training.fit(embeddings.NormalisedLinear(3), (a, p, n), 0.5, steps=0), ("steps=0",)),
-        B("rademacher.empirical_rademacher", "n_sigma", "an integer >= 2", "1", ValueError,
+        B("learning.rademacher.empirical_rademacher", "n_sigma", "an integer >= 2", "1", ValueError,
           lambda: rademacher.empirical_rademacher(embeddings.NormalisedLinear(3), (a, p, n), 1, tau=0.5),
           ("n_sigma=1",)),
-        B("rademacher.empirical_rademacher", "lr", "(0, inf), finite", "-1.0", ValueError,
+        B("learning.rademacher.empirical_rademacher", "lr", "(0, inf), finite", "-1.0", ValueError,
           lambda: rademacher.empirical_rademacher(embeddings.NormalisedLinear(3), (a, p, n), 2, tau=0.5, lr=-1.0),
           ("lr=-1.0",)),
         # ---- real data
-        B("digits.augment", "images", "values in [0, 1]", "2.0", ValueError,
+        B("datasets.digits.augment", "images", "values in [0, 1]", "2.0", ValueError,
           lambda: digits.augment(torch.full((1, 8, 8), 2.0)), ("[0, 1]",)),
-        B("digits.split", "labels", "one label per image", "4 labels, 5 images", ValueError,
+        B("datasets.digits.split", "labels", "one label per image", "4 labels, 5 images", ValueError,
           lambda: digits.split(torch.rand(5, 2, 2), torch.arange(4), 2), ("(4,)",)),
-        B("digits.evaluate", "n_queries", "an integer >= 2", "1", ValueError,
+        B("datasets.digits.evaluate", "n_queries", "an integer >= 2", "1", ValueError,
           lambda: digits.evaluate(embeddings.SphereMLP(64, 4, 2), torch.rand(5, 8, 8), torch.arange(5), k=2,
                                   tau=0.5, k_eval=2, n_queries=1), ("n_queries=1",)),
         # ---- devices, profiles, chapters, ledger, experiments, symbolic checks
-        B("device.resolve_device", "device", "'auto', 'cpu', 'cuda' or 'cuda:N'", "'tpu'", ValueError,
+        B("utils.device.resolve_device", "device", "'auto', 'cpu', 'cuda' or 'cuda:N'", "'tpu'", ValueError,
           lambda: device.resolve_device("tpu"), ("'tpu'",)),
-        B("device.resolve_device", "device", "'cuda' only where a CUDA GPU is present", "'cuda'", ValueError,
+        B("utils.device.resolve_device", "device", "'cuda' only where a CUDA GPU is present", "'cuda'", ValueError,
           lambda: device.resolve_device("cuda"), ("no CUDA GPU",), needs_no_gpu=True),
-        B("profiles.sizes", "profile", "'smoke', 'standard' or 'full'", "'huge'", ValueError,
-          lambda: profiles.sizes("c1_rate", "huge"), ("'huge'",)),
-        B("profiles.sizes", "chapter", "a chapter with sizes", "'nope'", ValueError,
-          lambda: profiles.sizes("nope", "smoke"), ("'nope'",)),
-        B("chapter.setup_chapter", "seed", "an integer >= 0", "-1", ValueError,
-          lambda: chapter.setup_chapter("c1_rate", "smoke", "cpu", -1, quiet=True), ("seed=-1",)),
-        B("pipeline.resolve_chapter", "chapter", "a jupytext chapter of _toc.yml", "'nope'", ValueError,
+        B("experiment.profiles.sizes_for", "profile", "'smoke', 'standard' or 'full'", "'huge'", ValueError,
+          lambda: profiles.sizes_for({p: {} for p in profiles.PROFILES}, "huge"), ("'huge'",)),
+        B("experiment.profiles.sizes_for", "table", "every profile, with the same keys", "no 'full'", ValueError,
+          lambda: profiles.sizes_for({"smoke": {}, "standard": {}}, "smoke"), ("'full'",)),
+        B("experiment.setup.setup_chapter", "seed", "an integer >= 0", "-1", ValueError,
+          lambda: chapter_setup.setup_chapter("c1_rate", "smoke", "cpu", -1, quiet=True), ("seed=-1",)),
+        B("pipeline.run.resolve_chapter", "chapter", "a jupytext chapter of _toc.yml", "'nope'", ValueError,
           lambda: pipeline.resolve_chapter("nope"), ("unknown chapter 'nope'",)),
-        B("ledger.Ledger.record", "measured", "a finite number", "inf", ValueError,
+        B("experiment.ledger.Ledger.record", "measured", "a finite number", "inf", ValueError,
           lambda: ledger.Ledger("robustness", "smoke", "cpu", 0).record(
               claim="C0", id="x", quantity="q", predicted=1.0, measured=inf, ci_low=0.0, ci_high=2.0, params={}),
           ("inf",)),
-        B("ledger.Ledger.record", "ci_low", "<= ci_high", "2 > 1", ValueError,
+        B("experiment.ledger.Ledger.record", "ci_low", "<= ci_high", "2 > 1", ValueError,
           lambda: ledger.Ledger("robustness", "smoke", "cpu", 0).record(
               claim="C0", id="x", quantity="q", predicted=1.0, measured=1.0, ci_low=2.0, ci_high=1.0, params={}),
           ("ci_high",)),
-        B("experiments.log_grid", "k_max_log2", "an integer >= 0", "-1", ValueError,
-          lambda: experiments.log_grid(-1), ("k_max_log2=-1",)),
-        B("experiments.coverage_interval", "hits", "0 .. n", "5 > n = 3", ValueError,
-          lambda: experiments.coverage_interval(5, 3), ("hits=5",)),
-        B("experiments.fit_loglog_slope", "k, value and se", "1-D, the same length >= 2", "lengths 3, 2, 3",
-          ValueError, lambda: experiments.fit_loglog_slope([1, 2, 3], [1.0, 2.0], [1.0, 1.0, 1.0]), ("(2,)",)),
-        B("symbolic.bias_expansion", "order", "1, 2 or 3", "9", ValueError,
+        B("experiment.setup.log_grid", "k_max_log2", "an integer >= 0", "-1", ValueError,
+          lambda: chapter_setup.log_grid(-1), ("k_max_log2=-1",)),
+        B("theory.stats.coverage_interval", "hits", "0 .. n", "5 > n = 3", ValueError,
+          lambda: stats.coverage_interval(5, 3), ("hits=5",)),
+        B("theory.stats.fit_loglog_slope", "k, value and se", "1-D, the same length >= 2", "lengths 3, 2, 3",
+          ValueError, lambda: stats.fit_loglog_slope([1, 2, 3], [1.0, 2.0], [1.0, 1.0, 1.0]), ("(2,)",)),
+        B("theory.symbolic.bias_expansion", "order", "1, 2 or 3", "9", ValueError,
           lambda: symbolic.bias_expansion("standard", 9), ("order=9",)),
         # ---- the command line (exit status 2, message on stderr)
         B("infonce-book run", "chapter", "a chapter of `infonce-book chapters`", "nope", EXIT_2,
@@ -397,6 +408,6 @@ def markdown_table(cases: list[BadInput] | None = None) -> str:
                     f"{_cell(c.error_name)} |")
     n_fn = len({c.function for c in cases})
     return "\n".join(rows) + (f"\n\n{len(cases)} bad inputs of {n_fn} functions, classes and commands; each row is "
-                              f"a case of `tests/test_robustness.py`.\n")
+                              f"a case of `tests/testing/test_bad_inputs.py`.\n")
 
 

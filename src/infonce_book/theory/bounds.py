@@ -19,9 +19,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
-from ._validation import check_choice, check_k, check_nonneg, check_positive, check_real, check_tau
-from .losses import VARIANTS
+from ..losses import VARIANTS
+from ..utils.validation import check_choice, check_k, check_nonneg, check_positive, check_real, check_tau, exp_or_raise
 
 
 def _ks(k) -> np.ndarray:
@@ -29,15 +30,6 @@ def _ks(k) -> np.ndarray:
     if ks.size == 0:
         raise ValueError("k must hold at least one number of negatives (an integer >= 1), got an empty array")
     return np.array([check_k(v) for v in ks], dtype=np.float64)
-
-
-def _exp_or_raise(log_value, name: str, tau: float, hint: str = ""):
-    """``exp(log_value)`` (a number or an array), or OverflowError naming the quantity and tau
-    where float64 cannot hold it (a bound of ``inf`` would say nothing)."""
-    worst = float(np.max(log_value))
-    if worst > 709.78:
-        raise OverflowError(f"{name} = exp({worst:.6g}) overflows float64 at tau={tau!r}{hint}")
-    return np.exp(log_value)
 
 
 def bias_bounds(k, *, u1: float, u2: float, m2: float, a: float, variant: str = "standard"):
@@ -103,7 +95,7 @@ def lipschitz_log_bound(k, *, tau: float, sigma: float, mean_w_pos: float) -> np
     beta = 1.0 / tau
     sigma, mean_w_pos = check_nonneg(sigma, "sigma"), check_nonneg(mean_w_pos, "mean_w_pos")
     kk = _ks(k)
-    factor = float(_exp_or_raise(beta, "the Lipschitz constant e^beta of log", tau))
+    factor = float(exp_or_raise(beta, "the Lipschitz constant e^beta of log", tau))
     out = factor * (sigma / np.sqrt(kk) + mean_w_pos / kk)
     if not np.all(np.isfinite(out)):
         raise OverflowError(f"the Lipschitz-of-log bound overflows float64 at tau={tau!r}")
@@ -134,8 +126,6 @@ CONTINUITY_KINDS = ("average", "max", "dv")
 
 
 def _check_similarities(x, name: str, shape_hint: str) -> np.ndarray:
-    import torch
-
     if isinstance(x, torch.Tensor):
         if not torch.is_floating_point(x):
             raise TypeError(f"{name} must be a floating-point array, got dtype {x.dtype}")
@@ -210,7 +200,7 @@ def continuity_bound(s_pos, s_neg, s_pos_new, s_neg_new, tau, *, kind: str = "av
         # beta e^{2 beta} / denom * sum_j |h_j|, formed in log space (0 where no negative moved)
         with np.errstate(divide="ignore"):
             log_avg = math.log(beta) + 2.0 * beta - math.log(denom) + np.log(total)
-        avg = _exp_or_raise(np.where(total > 0, log_avg, -np.inf), "the average form's term "
+        avg = exp_or_raise(np.where(total > 0, log_avg, -np.inf), "the average form's term "
                             "beta e^(2 beta)/(k+1) sum_j |h_j|", tau, "; kind='max' or 'dv' stays finite")
         return beta * hp + avg
     hmax = hn.max(axis=1)
@@ -229,7 +219,7 @@ def continuity_bound(s_pos, s_neg, s_pos_new, s_neg_new, tau, *, kind: str = "av
 def loss_lipschitz_constant(L_anchor, L_pos, L_neg, tau, *, kind: str = "average",
                             variant: str = "standard") -> np.ndarray:
     """Lipschitz constant of ``theta -> l_k(theta; z)`` for embeddings into the unit ball with
-    ``|phi_theta(x) - phi_theta'(x)| <= L(x) |theta - theta'|`` (book, Theorem ``c5-thm-lipschitz``).
+    ``|phi_theta(x) - phi_theta'(x)| <= L(x) |theta - theta'|`` (book, Theorem ``c4-thm-lipschitz``).
 
     * ``"average"``: ``beta (L(x) + L(x+)) + beta e^{2 beta} k/(k+1) (L(x) + (1/k) sum_j L(x_j))``
       (``k/(k+1)`` is 1 for the decoupled variant);
@@ -256,7 +246,7 @@ def loss_lipschitz_constant(L_anchor, L_pos, L_neg, tau, *, kind: str = "average
     k = Ln.shape[1]
     if kind == "average":
         factor = k / (k + 1) if variant == "standard" else 1.0
-        growth = float(_exp_or_raise(2.0 * beta, "the softmax factor e^(2 beta)", tau, "; kind='max' stays finite"))
+        growth = float(exp_or_raise(2.0 * beta, "the softmax factor e^(2 beta)", tau, "; kind='max' stays finite"))
         out = beta * (La + Lp) + beta * growth * factor * (La + Ln.mean(axis=1))
         if not np.all(np.isfinite(out)):
             raise OverflowError(f"the average-form Lipschitz constant overflows float64 at tau={tau!r}")
@@ -266,8 +256,6 @@ def loss_lipschitz_constant(L_anchor, L_pos, L_neg, tau, *, kind: str = "average
 
 def _real_array(x, name: str) -> np.ndarray:
     """``x`` as a float64 array; TypeError naming ``name`` if it is not real-valued."""
-    import torch
-
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu().numpy()
     arr = np.asarray(x)
@@ -278,7 +266,7 @@ def _real_array(x, name: str) -> np.ndarray:
 
 def rademacher_covering_bound(lipschitz_rms: float, radius: float, n_params: int, n: int) -> float:
     """Upper bound on the empirical Rademacher complexity of ``{z -> l(theta; z) : |theta - theta0| <= D}``
-    (book, Theorem ``c5-thm-rademacher``):
+    (book, Theorem ``c4-thm-rademacher``):
 
     ``R_n <= Lbar min{D, inf_{eps > 0} [eps + D sqrt(2 P log(1 + 2D/eps) / n)]}``,
 
@@ -299,7 +287,7 @@ def rademacher_covering_bound(lipschitz_rms: float, radius: float, n_params: int
 
 
 # ---------------------------------------------------------------------------------------------
-# C6: Theorem 1, term by term (book, Theorem ``c6-thm-main``).
+# C6: Theorem 1, term by term (book, Theorem ``c5-thm-main``).
 
 
 def loss_range(k, tau, *, variant: str = "standard") -> float:
@@ -307,7 +295,7 @@ def loss_range(k, tau, *, variant: str = "standard") -> float:
 
     Standard: ``l_k`` lies in ``[log(1 + k e^{-2 beta}), log(1 + k e^{2 beta})]``, a width below
     ``4 beta`` for every k; decoupled: in ``[log k - 2 beta, log k + 2 beta]``, width ``4 beta``.
-    Source: book, Lemma ``c6-lem-range``.
+    Source: book, Lemma ``c5-lem-range``.
     """
     check_choice(variant, "variant", VARIANTS)
     k = check_k(k)
@@ -322,7 +310,7 @@ def loss_range(k, tau, *, variant: str = "standard") -> float:
 
 def search_bias_constant(tau, *, sd_m: float, second_moment_m: float, m_min: float) -> float:
     """Uniform constant ``C`` with ``|E H(M_k, Q_k) - L_k| <= C / k`` for every embedding into the
-    sphere (book, Corollary ``c6-cor-search-constant``, from Theorem ``c2-thm-search``):
+    sphere (book, Corollary ``c5-cor-search-constant``, from Theorem ``c2-thm-search``):
 
     ``C_H(tau) = 2 beta sd_pi(m) sqrt(E_pi m^2) / m_min + e^{2 beta}``,
 
@@ -336,7 +324,7 @@ def search_bias_constant(tau, *, sd_m: float, second_moment_m: float, m_min: flo
     m_min = check_nonneg(m_min, "m_min")
     if m_min == 0.0:
         raise ValueError("m_min must be > 0: the C2 bound needs the density ratio m bounded below, got m_min=0.0")
-    out = 2.0 * beta * sd_m * math.sqrt(second) / m_min + float(_exp_or_raise(2.0 * beta, "e^(2 beta)", tau))
+    out = 2.0 * beta * sd_m * math.sqrt(second) / m_min + float(exp_or_raise(2.0 * beta, "e^(2 beta)", tau))
     if not math.isfinite(out):
         raise OverflowError(f"C_H(tau) overflows float64 at tau={tau!r}")
     return float(out)
@@ -344,7 +332,7 @@ def search_bias_constant(tau, *, sd_m: float, second_moment_m: float, m_min: flo
 
 def theorem1_terms(*, train_risk: float, k: int, n: int, tau: float, delta: float, rademacher: float,
                    search_constant: float | None = None, variant: str = "standard") -> dict:
-    """The terms of Theorem 1 (book, Theorem ``c6-thm-main``), each by name, in nats.
+    """The terms of Theorem 1 (book, Theorem ``c5-thm-main``), each by name, in nats.
 
     With probability at least ``1 - delta`` over the n training tuples, for every embedding of the
     class, ``E H(M_k, Q_k) - log k <= bound`` where ``bound`` is the sum of

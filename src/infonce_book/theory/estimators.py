@@ -17,46 +17,15 @@ Both come with normal-theory 95% intervals (mean +- z sd / sqrt(n)).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy import stats
 
-from ._validation import check_at_least, check_choice, check_k, check_level, check_seed, check_tau
-from .device import resolve_device
-from .losses import VARIANTS, info_nce_streaming
-from .progress import progress
-
-
-@dataclass
-class Estimate:
-    """A Monte Carlo mean with its standard error and a (1 - alpha) normal interval."""
-
-    mean: float
-    se: float
-    n: int
-    level: float = 0.95
-
-    @property
-    def half_width(self) -> float:
-        return float(stats.norm.ppf(0.5 + self.level / 2.0) * self.se)
-
-    @property
-    def ci(self) -> tuple[float, float]:
-        return self.mean - self.half_width, self.mean + self.half_width
-
-    @classmethod
-    def from_samples(cls, x: np.ndarray, level: float = 0.95) -> "Estimate":
-        """Mean, standard error and ``level`` interval of at least two finite samples (1-D)."""
-        level = check_level(level)
-        x = np.asarray(x, dtype=np.float64)
-        if x.ndim != 1 or x.size < 2:
-            raise ValueError(f"x must be a 1-D array of at least 2 samples (a standard error needs two), "
-                             f"got shape {x.shape}")
-        if not np.all(np.isfinite(x)):
-            raise ValueError(f"x contains {int((~np.isfinite(x)).sum())} NaN or infinite samples")
-        return cls(float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x))), len(x), level)
+from ..losses import VARIANTS, info_nce_streaming
+from ..utils.device import resolve_device
+from ..utils.progress import progress
+from ..utils.validation import check_at_least, check_choice, check_k, check_level, check_seed, check_tau
+from .stats import Estimate
 
 
 def monte_carlo_bias(model, k: int, tau: float, n_tuples: int, *, variant: str = "standard",
@@ -65,7 +34,8 @@ def monte_carlo_bias(model, k: int, tau: float, n_tuples: int, *, variant: str =
     """Monte Carlo estimate of ``L_k - log k - L_inf`` for the vMF model, with intervals.
 
     Args:
-        model: :class:`~infonce_book.models.VonMisesFisher` (phi = identity).
+        model: a model on the sphere with phi = identity and closed-form moments
+            (:class:`~infonce_book.models.VonMisesFisher`).
         k: number of negatives >= 1. tau: temperature > 0. n_tuples: number of i.i.d. tuples.
         variant: ``"standard"`` or ``"decoupled"``.
         device: ``"auto"``, ``"cpu"`` or ``"cuda"``. seed: seeds a torch generator on the device.
@@ -74,14 +44,13 @@ def monte_carlo_bias(model, k: int, tau: float, n_tuples: int, *, variant: str =
         dtype: float64 (default) or float32 for the sampled embeddings and similarities.
         level: interval level, in (0, 1).
     Returns:
-        dict with ``plain`` and ``cv`` :class:`Estimate` objects, ``n_tuples``, ``device``.
+        dict with ``plain`` and ``cv`` :class:`~infonce_book.theory.stats.Estimate` objects, ``n_tuples``, ``device``.
     Source: book, C1 chapter, "Monte Carlo estimates".
     """
-    from .models import VonMisesFisher
-
-    if not isinstance(model, VonMisesFisher):
-        raise TypeError(f"model must be a VonMisesFisher (its closed forms give the control variates), "
-                        f"got {type(model).__name__}")
+    if not getattr(model, "identity_embedding", False):
+        raise TypeError(f"model must live on the sphere with the identity embedding and closed-form weight "
+                        f"moments (the vMF model: its closed forms give the control variates), got {model!r}")
+    model.require("normalised_weight_moments", "monte_carlo_bias needs the weight moments for its control variates")
     check_choice(variant, "variant", VARIANTS)
     k = check_k(k)
     n_tuples = check_at_least(n_tuples, "n_tuples", 2, "an interval needs two tuples")
@@ -103,14 +72,14 @@ def monte_carlo_bias(model, k: int, tau: float, n_tuples: int, *, variant: str =
     n_batches = math.ceil(n_tuples / batch_size)
     for b in progress(range(n_batches), desc=f"Monte Carlo k={k}", disable=not show_progress):
         n = min(batch_size, n_tuples - b * batch_size)
-        x = model.sample_uniform(n, generator=gen, device=dev, dtype=dtype)
+        x = model.sample_data(n, generator=gen, device=dev, dtype=dtype)
         xp = model.sample_positive(x, generator=gen)
         s_pos = (x * xp).sum(-1)
 
         def negative_chunks():
             for lo in range(0, k, chunk_size):
                 m = min(chunk_size, k - lo)
-                neg = model.sample_uniform(n * m, generator=gen, device=dev, dtype=dtype).reshape(n, m, model.dim)
+                neg = model.sample_negatives(n, m, generator=gen, device=dev, dtype=dtype)
                 yield torch.einsum("bd,bkd->bk", x, neg)
 
         loss = info_nce_streaming(s_pos, negative_chunks(), tau, variant=variant, reduction="none").double()

@@ -25,10 +25,10 @@ import math
 import numpy as np
 from scipy import integrate, special
 
-from ._validation import check_choice, check_k, check_tau
-from .losses import VARIANTS
+from ..losses import VARIANTS
+from ..utils.validation import check_choice, check_k, check_tau
 
-_N_NODES = 256
+N_NODES = 256
 
 
 def ein(z) -> np.ndarray:
@@ -57,7 +57,7 @@ def ein(z) -> np.ndarray:
     return out
 
 
-class _DiscreteLaws:
+class DiscreteLaws:
     """Laplace transforms of the weights for one anchor, when they take finitely many values:
     ``W`` (values), ``w_neg`` (their probabilities for a negative), ``w_pos`` (for the positive).
 
@@ -131,7 +131,7 @@ class _DiscreteLaws:
         return self.log_laplace_neg(t) + t * self.mu
 
 
-def _exp1_from_log(log_x: np.ndarray) -> np.ndarray:
+def exp1_from_log(log_x: np.ndarray) -> np.ndarray:
     """``E1(x)`` from ``log x``: scipy's ``exp1``, and ``-gamma - log x`` (error below x, i.e.
     below 1e-300) where x itself would underflow."""
     log_x = np.asarray(log_x, dtype=np.float64)
@@ -143,78 +143,7 @@ def _exp1_from_log(log_x: np.ndarray) -> np.ndarray:
     return out
 
 
-# Relative agreement that the vMF laws on the quadrature nodes must reach with the closed forms
-# (the first two moments of W/mu under the data and the positive-pair laws, and the mean cosine of
-# a positive) before the quadrature is trusted; well-resolved cases reach about 1e-13.
-RESOLUTION_TOLERANCE = 1e-8
-
-
-class _SimilarityLaws(_DiscreteLaws):
-    """The vMF model's weights ``V = e^{beta s} / mu`` (in units of their mean, so nothing
-    overflows) on Gauss--Jacobi nodes for ``s = <x, y>``; for dim 3 the negative weight's
-    transform in closed form (``Ein`` and ``E1``).
-
-    Raises ValueError when the nodes cannot resolve the laws (a large kappa or beta in a high
-    dimension puts the mass of ``e^{kappa s}`` or ``e^{beta s}`` where the nodes are sparse): the
-    node averages of ``V`` and ``V^2`` (negative and positive) and of the positive's cosine are
-    compared with their closed forms (``E V^j = Z(j beta) / Z(beta)^j``,
-    ``E V+^j = Z(kappa + j beta) / (Z(kappa) Z(beta)^j)``, ``A_p(kappa)``).
-    """
-
-    def __init__(self, model, beta: float, n_nodes: int = _N_NODES, closed_form: bool = True):
-        from .models import mean_resultant_length
-
-        p = model.dim
-        alpha = (p - 3.0) / 2.0
-        nodes, weights = special.roots_jacobi(n_nodes, alpha, alpha)
-        log_tilt = model.kappa * nodes
-        wp = weights * np.exp(log_tilt - log_tilt.max())
-        log_mu = float(model.log_partition(beta))
-        log_V = beta * nodes - log_mu
-        super().__init__(np.exp(log_V), weights / weights.sum(), wp / wp.sum(), beta, mu=1.0, log_W=log_V)
-        self.model, self.s, self.log_mu = model, nodes, log_mu
-        self.closed_form = closed_form and p == 3
-        self.w_max, self.log_w_min = math.exp(beta - log_mu), -beta - log_mu
-        lz = lambda b: float(model.log_partition(b))  # noqa: E731
-        kap = model.kappa
-        log_v2 = 2.0 * log_V
-        # (name, log of the node average, log of the closed form): the first and second moments
-        # of V under both laws, and the positive's mean cosine (shifted to be positive).
-        checks = [
-            ("E[W/mu] (negatives)", special.logsumexp(log_V, b=self.w_neg), 0.0),
-            ("E[(W/mu)^2] (negatives)", special.logsumexp(log_v2, b=self.w_neg), lz(2.0 * beta) - 2.0 * log_mu),
-            ("E[W+/mu] (positive)", special.logsumexp(log_V, b=self.w_pos), lz(kap + beta) - lz(kap) - log_mu),
-            ("E[(W+/mu)^2] (positive)", special.logsumexp(log_v2, b=self.w_pos),
-             lz(kap + 2.0 * beta) - lz(kap) - 2.0 * log_mu),
-            ("1 + E<x, x+> (positive)", math.log(1.0 + float(self.w_pos @ nodes)),
-             math.log(1.0 + float(mean_resultant_length(p, kap)))),
-        ]
-        for name, log_nodes, log_closed in checks:
-            err = abs(float(log_nodes) - log_closed)  # relative error, to first order
-            if not err <= RESOLUTION_TOLERANCE:
-                raise ValueError(
-                    f"the exact quadrature does not resolve the vMF model at dim={p}, kappa={kap:g}, "
-                    f"tau={1.0 / beta:g} with {n_nodes} Gauss--Jacobi nodes: their {name} is "
-                    f"exp({float(log_nodes):.10g}) against the closed form exp({log_closed:.10g}) (relative "
-                    f"error {err:.2g} > {RESOLUTION_TOLERANCE:g}); use a larger tau or a smaller kappa here, "
-                    f"or Monte Carlo (infonce_book.estimators.monte_carlo_bias)")
-
-    def laplace_neg_minus_one(self, t: np.ndarray) -> np.ndarray:
-        if not self.closed_form:
-            return super().laplace_neg_minus_one(t)
-        t = np.asarray(t, dtype=np.float64)
-        b, lm = self.beta, self.log_mu
-        return -(ein(t * math.exp(b - lm)) - ein(t * math.exp(-b - lm))) / (2.0 * b)
-
-    def _log_laplace_neg_large_log_t(self, log_t: np.ndarray) -> np.ndarray:
-        if not self.closed_form:
-            return super()._log_laplace_neg_large_log_t(log_t)
-        b, lm = self.beta, self.log_mu
-        with np.errstate(divide="ignore"):
-            return np.log(_exp1_from_log(log_t - b - lm) - _exp1_from_log(log_t + b - lm)) - math.log(2.0 * b)
-
-
-def expected_log_T(laws: _DiscreteLaws, ks, standard: bool = True):
+def expected_log_T(laws: DiscreteLaws, ks, standard: bool = True):
     """``E[log T_k]`` for one anchor, ``T_k = (W+ + sum_{j<=k} W_j)/(k mu)`` (or without ``W+``),
     by the Laplace/Frullani integral (book, eq. ``c1-eq-frullani``).
 
@@ -260,58 +189,56 @@ def _check_ks(ks) -> np.ndarray:
 
 
 def exact_bias(model, ks, tau, variant: str = "standard", *, closed_form: bool = True,
-               return_error: bool = False, n_nodes: int = _N_NODES):
+               return_error: bool = False, n_nodes: int = N_NODES):
     """``L_k - log k - L_inf`` for each k, by the Laplace/Frullani quadrature (no Monte Carlo).
 
     Args:
-        model: a :class:`~infonce_book.models.VonMisesFisher` or
-            :class:`~infonce_book.models.FiniteModel` (then averaged over the anchors exactly).
+        model: a reference model with independent weights given the anchor, exposing
+            ``anchor_laws(beta, closed_form=..., n_nodes=...)`` (pairs ``(probability of the
+            anchor, DiscreteLaws)``): the vMF model (one law, the same for every anchor) and the
+            finite model (an exact average over its N anchors).
         ks: sequence of integers >= 1 (numbers of negatives).
         tau: temperature > 0.
         variant: ``"standard"`` or ``"decoupled"``.
         closed_form: for the vMF model on S^2 use the ``Ein`` closed form of ``L`` (else
             Gauss--Jacobi).
         return_error: also return the integrator's estimate of the absolute error (one number).
+        n_nodes: Gauss--Jacobi nodes where the model uses them.
     Returns:
         float64 array of shape (len(ks),), in nats; optionally ``(values, abs_error)``.
-    Source: book, C1 chapter, eq. ``c1-eq-frullani``; DESIGN section 4.
+    Raises:
+        TypeError: the model has no ``anchor_laws`` (no exact reference for it).
+    Source: book, C1 chapter, eq. ``c1-eq-frullani``.
     """
-    from .models import FiniteModel, VonMisesFisher
-
-    if not isinstance(model, (VonMisesFisher, FiniteModel)):
-        raise TypeError(f"model must be a VonMisesFisher or a FiniteModel, got {type(model).__name__}")
+    if not callable(getattr(model, "anchor_laws", None)):
+        raise TypeError(f"model must provide anchor_laws(beta) (the vMF and the finite model do), "
+                        f"got {type(model).__name__}")
     check_choice(variant, "variant", VARIANTS)
     beta = 1.0 / check_tau(tau)
     ks_arr = _check_ks(ks)
     standard = variant == "standard"
-    if hasattr(model, "anchor_laws"):  # finite model: an exact average over its N anchors
-        values, err = np.zeros_like(ks_arr), 0.0
-        for prob, laws in model.anchor_laws(beta):
-            v, e = expected_log_T(laws, ks_arr, standard)
-            values += prob * v
-            err += prob * e
-    else:
-        laws = _SimilarityLaws(model, beta, n_nodes=n_nodes, closed_form=closed_form)
-        values, err = expected_log_T(laws, ks_arr, standard)
+    values, err = np.zeros_like(ks_arr), 0.0
+    for prob, laws in model.anchor_laws(beta, closed_form=closed_form, n_nodes=n_nodes):
+        v, e = expected_log_T(laws, ks_arr, standard)
+        values += prob * v
+        err += prob * e
     return (values, float(err)) if return_error else values
 
 
 def exact_bias_with_error(model, ks, tau, variant: str = "standard"):
     """:func:`exact_bias` with a measured numerical error for each k.
 
-    The error is the difference between two independent evaluations of the integrand (dim 3:
-    the ``Ein`` closed form against Gauss--Jacobi quadrature; other dims: 256 against 320
-    Gauss--Jacobi nodes) plus quad_vec's own error estimates. It captures the floating-point
-    floor (about 1e-14 absolute), which quad_vec's estimate alone does not.
+    The error is the difference between two independent evaluations of the integrand (the
+    model's ``independent_evaluation()`` options; for the vMF model on S^2 the ``Ein`` closed
+    form against Gauss--Jacobi quadrature, in other dims 256 against 320 Gauss--Jacobi nodes)
+    plus quad_vec's own error estimates. It captures the floating-point floor (about 1e-14
+    absolute), which quad_vec's estimate alone does not.
 
     Returns:
         ``(values, errors)``, two float64 arrays of shape (len(ks),), in nats.
     """
     v1, e1 = exact_bias(model, ks, tau, variant, return_error=True)
-    if model.dim == 3:
-        v2, e2 = exact_bias(model, ks, tau, variant, return_error=True, closed_form=False)
-    else:
-        v2, e2 = exact_bias(model, ks, tau, variant, return_error=True, n_nodes=320)
+    v2, e2 = exact_bias(model, ks, tau, variant, return_error=True, **model.independent_evaluation())
     return v1, np.abs(v1 - v2) + e1 + e2
 
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
-from ._validation import check_float_tensor, check_level, check_tau
+from ..utils.validation import check_float_tensor, check_level, check_tau, check_unit_norm
+from .stats import Estimate
 
 
 def _check_db(x: torch.Tensor, name: str) -> None:
@@ -95,8 +97,6 @@ def empirical_kl_softmax(queries: torch.Tensor, sample: torch.Tensor, tau) -> to
         (B,) KL in nats. Averaging over independent queries and samples estimates
         ``E_x KL(Q_tau(x, .) || pi)``, with a bias of order ``1/n`` (log of a mean).
     """
-    from ._validation import check_unit_norm
-
     check_float_tensor(queries, "queries")
     check_float_tensor(sample, "sample")
     if queries.dim() != 2 or sample.dim() not in (2, 3) or sample.shape[-1] != queries.shape[-1] \
@@ -115,21 +115,32 @@ def empirical_kl_softmax(queries: torch.Tensor, sample: torch.Tensor, tau) -> to
     return (torch.exp(log_q) * z).sum(-1) - (torch.logsumexp(z, dim=-1) - math.log(s.shape[-1]))
 
 
-def empirical_kl_softmax_interval(queries: torch.Tensor, sample: torch.Tensor, tau, level: float = 0.95):
+def empirical_kl_softmax_interval(queries: torch.Tensor, sample: torch.Tensor, tau, level: float = 0.95) -> Estimate:
     """Mean of :func:`empirical_kl_softmax` over the queries with a normal ``level`` interval:
     an estimate of ``E_x KL(Q_tau(x, .) || pi)`` for any embedding (queries drawn independently,
     each with its own sample ``(B, n, d)``, or a shared sample ``(n, d)``; with a shared sample the
     interval ignores the sample's own variability).
 
     Returns:
-        ``(mean, ci_low, ci_high)`` in nats.
+        an :class:`~infonce_book.theory.stats.Estimate`, in nats.
     """
-    from scipy import stats
-
     level = check_level(level)
     kl = empirical_kl_softmax(queries, sample, tau).double()
     if kl.numel() < 2:
         raise ValueError(f"queries must hold at least 2 queries for an interval, got shape {tuple(queries.shape)}")
-    mean = float(kl.mean())
-    half = float(stats.norm.ppf(0.5 + level / 2) * kl.std() / math.sqrt(kl.numel()))
-    return mean, mean - half, mean + half
+    n = kl.numel()
+    return Estimate(float(kl.mean()), float(kl.std()) / math.sqrt(n), n, level, method="monte carlo")
+
+
+def monte_carlo_search_cross_entropy(sample_batch, k: int, n_queries: int, tau: float, batch_size: int) -> Estimate:
+    """Monte Carlo mean of ``H(M_hat_k, Q_hat_k) - log k`` over ``n_queries`` queries, with a 95%
+    normal interval (book, C2 chapter).
+
+    ``sample_batch(n)`` returns ``(s_db, log_m_db)`` of shape (n, k) for n fresh queries (each with
+    its own database of k unseen items): the similarities and log density ratios.
+    """
+    vals = []
+    for lo in range(0, n_queries, batch_size):
+        s_db, log_m_db = sample_batch(min(batch_size, n_queries - lo))
+        vals.append((search_cross_entropy(s_db, log_m_db, tau) - math.log(k)).double().cpu().numpy())
+    return Estimate.from_samples(np.concatenate(vals), 0.95, method="monte_carlo")

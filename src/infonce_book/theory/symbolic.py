@@ -15,9 +15,11 @@ of ``V - 1`` are ``kappa_r / k^(r-1)``; its moments follow from the cumulant gen
 
 from __future__ import annotations
 
+import itertools
 from functools import lru_cache
 
 import sympy as sp
+from IPython.display import Math
 
 # Symbols shared with the book's notation page.
 eps = sp.Symbol("epsilon", positive=True)  # eps = 1/k
@@ -123,8 +125,6 @@ def as_math(**named):
     Returns an ``IPython.display.Math`` object (one aligned line per name), so that chapters
     show mathematics rather than strings. Names like ``c_1`` or ``c_1^dec`` are typeset as given.
     """
-    from IPython.display import Math
-
     lines = []
     for name, expr in named.items():
         if name.endswith("_dec"):
@@ -292,8 +292,6 @@ def two_point_model_search_check(k: int = 2):
     S = [[1, c], [c, 1]]
     m = [[M[x][y] / pi[y] for y in range(2)] for x in range(2)]
     W = [[sp.exp(beta * S[x][y]) for y in range(2)] for x in range(2)]
-    import itertools
-
     H = 0
     Lk = 0
     for x in range(2):
@@ -414,7 +412,7 @@ def donsker_varadhan_gap(n: int = 2):
 
 def normalisation_jacobian(dim: int = 3):
     """The Jacobian of ``v -> v / |v|`` is ``(I - u u^T) / |v|`` with ``u = v/|v|`` (book, Lemma
-    ``c5-lem-classes``). Returns the difference matrix, which simplifies to zero."""
+    ``c4-lem-classes``). Returns the difference matrix, which simplifies to zero."""
     v = sp.Matrix(sp.symbols(f"v1:{dim + 1}", real=True))
     r = sp.sqrt(sum(c**2 for c in v))
     J = (v / r).jacobian(v)
@@ -427,7 +425,7 @@ def normalisation_jacobian(dim: int = 3):
 
 
 def loss_range_width():
-    """Lemma ``c6-lem-range``: the width ``B_k = log((1 + k e^{2 beta}) / (1 + k e^{-2 beta}))``.
+    """Lemma ``c5-lem-range``: the width ``B_k = log((1 + k e^{2 beta}) / (1 + k e^{-2 beta}))``.
 
     Returns ``(width, limit, dwidth_dk)``: the width, its limit as ``k -> infinity`` (``4 beta``),
     and its derivative in k, ``(e^{2b} - e^{-2b}) / ((1 + k e^{2b})(1 + k e^{-2b})) > 0``.

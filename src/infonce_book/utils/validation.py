@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
 import torch
 
 
@@ -167,3 +168,17 @@ def check_unit_norm(x: torch.Tensor, name: str) -> None:
     if x.numel() == 0:
         return
     raise_unless_unit_norm(float(norm_deviation(x)), x, name)
+
+
+def exp_or_raise(log_value, name: str, tau: float, hint: str = ""):
+    """``exp(log_value)`` (a float for a number, an array for an array), or OverflowError naming
+    the quantity and tau where float64 cannot hold it (an ``inf`` would say nothing)."""
+    if np.ndim(log_value) == 0:
+        worst = float(log_value)
+        if worst > 709.78:
+            raise OverflowError(f"{name} = exp({worst:.6g}) overflows float64 at tau={tau!r}{hint}")
+        return math.exp(worst)
+    worst = float(np.max(log_value))
+    if worst > 709.78:
+        raise OverflowError(f"{name} = exp({worst:.6g}) overflows float64 at tau={tau!r}{hint}")
+    return np.exp(log_value)

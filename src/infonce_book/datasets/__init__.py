@@ -1,0 +1,3 @@
+"""Real data: scikit-learn's handwritten digits with augmentations (:mod:`~.digits`)."""
+
+__all__ = ["digits"]

@@ -1,0 +1,235 @@
+"""Uncertainty and small statistics: the one :class:`Estimate` type, intervals and slopes.
+
+Every estimator of the package returns an :class:`Estimate` (mean, standard error, interval at
+a stated level, number of samples, how it was obtained), and the claims ledger records one. The
+normal quantile lives here (:func:`normal_quantile`), and so do the fits the chapters use to
+compare a measured rate with a predicted one (:func:`fit_loglog_slope`, :func:`linear_slope`,
+:func:`weighted_linear_fit`), Clopper--Pearson intervals (:func:`coverage_interval`) and
+Richardson extrapolation (:func:`richardson_limit`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy import stats
+
+from ..utils.validation import check_at_least, check_k, check_level
+
+__all__ = ["Estimate", "normal_quantile", "t_quantile", "fit_loglog_line", "fit_loglog_slope", "linear_slope",
+           "weighted_linear_fit", "coverage_interval", "richardson_limit"]
+
+
+def normal_quantile(level: float = 0.95) -> float:
+    """The two-sided normal quantile ``z`` with ``P(|N(0,1)| <= z) = level`` (1.95996... at 0.95)."""
+    return float(stats.norm.ppf(0.5 + check_level(level) / 2.0))
+
+
+def t_quantile(level: float, dof: int) -> float:
+    """The two-sided Student-t quantile at ``level`` with ``dof`` degrees of freedom (``inf`` if
+    ``dof < 1``: no interval can be formed)."""
+    level = check_level(level)
+    return float(stats.t.ppf(0.5 + level / 2.0, dof)) if dof >= 1 else float("inf")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A measured value with its uncertainty.
+
+    Attributes:
+        mean: the estimate (units of the quantity).
+        se: its standard error (0 for an exact value).
+        n: the number of independent samples it averages (``None`` for a deterministic value).
+        level: the level of the interval, in (0, 1).
+        dof: degrees of freedom of a Student-t interval (``None``: normal interval).
+        low, high: an interval given explicitly (Clopper--Pearson, a numerical error bound, ...);
+            when ``None``, the interval is ``mean -+ q se`` with the normal (or t) quantile ``q``.
+        method: how the value was obtained (``"monte carlo"``, ``"laplace"``, ``"enumeration"``, ...).
+        samples: the samples themselves, when the estimator keeps them (e.g. one value per
+            Rademacher sign draw); empty otherwise.
+
+    Examples:
+        >>> e = Estimate.from_samples([1.0, 2.0, 3.0, 4.0])
+        >>> round(e.mean, 3), round(e.se, 4), e.n
+        (2.5, 0.6455, 4)
+        >>> Estimate.exact(0.25).ci
+        (0.25, 0.25)
+    """
+
+    mean: float
+    se: float = 0.0
+    n: int | None = None
+    level: float = 0.95
+    dof: int | None = None
+    low: float | None = None
+    high: float | None = None
+    method: str = ""
+    samples: tuple = field(default=(), repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "mean", float(self.mean))
+        object.__setattr__(self, "se", float(self.se))
+        if not self.se >= 0.0:
+            raise ValueError(f"se must be >= 0, got se={self.se!r}")
+        check_level(self.level)
+
+    # The interval -------------------------------------------------------------------------
+    @property
+    def quantile(self) -> float:
+        """The quantile that multiplies ``se`` in the interval (normal, or t with ``dof``)."""
+        return normal_quantile(self.level) if self.dof is None else t_quantile(self.level, self.dof)
+
+    @property
+    def half_width(self) -> float:
+        if self.low is not None and self.high is not None:
+            return (self.high - self.low) / 2.0
+        return self.quantile * self.se if self.se > 0 else 0.0
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """The interval ``(low, high)`` at :attr:`level`."""
+        if self.low is not None and self.high is not None:
+            return float(self.low), float(self.high)
+        h = self.half_width
+        return self.mean - h, self.mean + h
+
+    @property
+    def ci_low(self) -> float:
+        return self.ci[0]
+
+    @property
+    def ci_high(self) -> float:
+        return self.ci[1]
+
+    @property
+    def value(self) -> float:
+        """Alias of :attr:`mean` (for exact values, where "mean" reads oddly)."""
+        return self.mean
+
+    def contains(self, x: float) -> bool:
+        lo, hi = self.ci
+        return lo <= x <= hi
+
+    def at_level(self, level: float) -> "Estimate":
+        """The same estimate with its interval at another level (e.g. Bonferroni ``1 - 0.05/m``).
+        Only for intervals formed from ``se`` (an explicit interval cannot be rescaled)."""
+        if self.low is not None or self.high is not None:
+            raise ValueError("at_level: this estimate has an explicit interval (low, high), which "
+                             "cannot be moved to another level; form it again at that level")
+        return replace(self, level=check_level(level))
+
+    # Constructors -------------------------------------------------------------------------
+    @classmethod
+    def from_samples(cls, x, level: float = 0.95, *, t: bool = False, method: str = "monte carlo",
+                     keep: bool = False) -> "Estimate":
+        """Mean, standard error and ``level`` interval of at least two finite samples (1-D); a
+        Student-t interval with ``n - 1`` degrees of freedom when ``t`` (few samples, e.g. seeds).
+        ``keep`` stores the samples in :attr:`samples`.
+
+        Raises:
+            ValueError: fewer than two samples, a NaN or infinite sample, a level outside (0, 1).
+        """
+        level = check_level(level)
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 1 or x.size < 2:
+            raise ValueError(f"x must be a 1-D array of at least 2 samples (a standard error needs two), "
+                             f"got shape {x.shape}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"x contains {int((~np.isfinite(x)).sum())} NaN or infinite samples")
+        return cls(float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x))), len(x), level,
+                   dof=len(x) - 1 if t else None, method=method,
+                   samples=tuple(float(v) for v in x) if keep else ())
+
+    @classmethod
+    def exact(cls, value: float, error: float = 0.0, *, method: str = "exact") -> "Estimate":
+        """A deterministic value with a numerical error bound: the interval is ``value -+ error``."""
+        error = float(error)
+        if not error >= 0.0:
+            raise ValueError(f"error must be >= 0, got error={error!r}")
+        return cls(float(value), 0.0, None, 0.95, low=float(value) - error, high=float(value) + error,
+                   method=method)
+
+    @classmethod
+    def interval(cls, mean: float, low: float, high: float, *, level: float = 0.95, n: int | None = None,
+                 method: str = "") -> "Estimate":
+        """An estimate with an interval given explicitly (not of the form ``mean -+ q se``)."""
+        if not float(low) <= float(high):
+            raise ValueError(f"low must be <= high, got low={low!r}, high={high!r}")
+        return cls(float(mean), 0.0, n, level, low=float(low), high=float(high), method=method)
+
+
+def fit_loglog_line(k, value, se, level: float = 0.95) -> tuple[Estimate, float]:
+    """Weighted least-squares line of ``log value`` on ``log k``: the slope as an
+    :class:`Estimate` (Student-t interval with ``n - 2`` degrees of freedom) and the intercept.
+
+    Weights ``1/var(log value)`` by the delta method (``se/value``). Values must be > 0. When the
+    residuals scatter more than the stated errors allow, the slope's standard error is scaled up
+    by the residual standard deviation (never down).
+    """
+    level = check_level(level)
+    k, value, se = (np.asarray(v, dtype=float) for v in (k, value, se))
+    if k.ndim != 1 or k.shape != value.shape or k.shape != se.shape or k.size < 2:
+        raise ValueError(f"k, value and se must be 1-D arrays of the same length >= 2; got k {k.shape}, "
+                         f"value {value.shape}, se {se.shape}")
+    for name, v in (("k", k), ("value", value), ("se", se)):
+        if not np.all(np.isfinite(v)) or np.any(v <= 0):
+            raise ValueError(f"fit_loglog_slope needs finite positive {name} (log scale; se weights the fit), "
+                             f"got min {name}={np.min(v)!r}")
+    x, y = np.log(k), np.log(value)
+    w = (value / se) ** 2
+    X = np.column_stack([np.ones_like(x), x])
+    XtW = X.T * w
+    cov_unscaled = np.linalg.inv(XtW @ X)
+    beta_hat = cov_unscaled @ (XtW @ y)
+    resid = y - X @ beta_hat
+    dof = len(x) - 2
+    # Scale by the residual variance when the fit is worse than the stated errors (never shrink).
+    s2 = max(1.0, float((w * resid**2).sum() / dof)) if dof > 0 else 1.0
+    se_slope = math.sqrt(cov_unscaled[1, 1] * s2)
+    slope = Estimate(float(beta_hat[1]), se_slope, len(x), level, dof=dof, method="weighted least squares")
+    return slope, float(beta_hat[0])
+
+
+def fit_loglog_slope(k, value, se, level: float = 0.95) -> Estimate:
+    """The slope of :func:`fit_loglog_line` (a rate: -1 for ``O(1/k)``, -1/2 for ``O(n^{-1/2})``)."""
+    return fit_loglog_line(k, value, se, level)[0]
+
+
+def linear_slope(x, y, level: float = 0.95) -> Estimate:
+    """Ordinary least-squares slope of y on x, with a Student-t interval (``n - 2`` dof)."""
+    res = stats.linregress(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    return Estimate(float(res.slope), float(res.stderr), len(x), check_level(level), dof=len(x) - 2,
+                    method="least squares")
+
+
+def weighted_linear_fit(x, y, se, level: float = 0.95) -> Estimate:
+    """Slope of ``y`` on ``x`` by weighted least squares (weights ``1/se^2``, the errors taken as
+    known), as an :class:`Estimate` with a normal interval at ``level``."""
+    x, y, se = (np.asarray(v, dtype=float) for v in (x, y, se))
+    if x.ndim != 1 or x.shape != y.shape or x.shape != se.shape or x.size < 2:
+        raise ValueError(f"x, y and se must be 1-D arrays of the same length >= 2; got {x.shape}, {y.shape}, "
+                         f"{se.shape}")
+    w = 1.0 / se**2
+    X = np.column_stack([np.ones_like(x), x])
+    cov = np.linalg.inv((X.T * w) @ X)
+    beta_hat = cov @ ((X.T * w) @ y)
+    return Estimate(float(beta_hat[1]), math.sqrt(cov[1, 1]), len(x), level, method="weighted least squares")
+
+
+def coverage_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Clopper--Pearson interval for a coverage fraction ``hits/n`` (scipy's binomtest)."""
+    n, hits, level = check_k(n, "n"), check_at_least(hits, "hits", 0), check_level(level)
+    if hits > n:
+        raise ValueError(f"hits must be <= n, got hits={hits}, n={n}")
+    ci = stats.binomtest(int(hits), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def richardson_limit(ks, values) -> tuple[float, float]:
+    """``2 V(2k) - V(k)`` at the last two entries (``ks`` doubling), with the change from the
+    previous pair as an error estimate. Removes a ``c/k`` term from ``V(k) = d + c/k + ...``."""
+    v = np.asarray(values, dtype=float)
+    hi, lo = 2 * v[-1] - v[-2], 2 * v[-2] - v[-3]
+    return float(hi), float(abs(hi - lo))

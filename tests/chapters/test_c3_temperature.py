@@ -1,0 +1,31 @@
+"""Chapter 3 (c3_temperature): the ledger rules of the page on small tables."""
+
+import pandas as pd
+import pytest
+
+from infonce_book.chapters import c3_temperature as chapter
+from infonce_book.experiment.ledger import Ledger
+from infonce_book.models import VonMisesFisher
+
+
+def test_ledger_rules(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger("c3_temperature", "smoke", "cpu", 0)
+    kl = pd.DataFrame({"tau": [0.5, 1.0, 0.5], "embedding": ["vmf identity", "vmf identity", "too sharp"],
+                       "kl": [0.9, 0.2, 2.1], "kl_se": [0.01, 0.01, 0.01], "kl_low": [0.88, 0.18, 2.08],
+                       "kl_high": [0.92, 0.22, 2.12], "closed_form": [0.9, 0.2, float("nan")],
+                       "bound": [2.0, 0.5, 2.0]})
+    learned = pd.DataFrame({"seed": [0, 1, 2], "k": [64] * 3, "tau": [0.24, 0.25, 0.26]})
+    out = chapter.ledger(led, kl, learned, VonMisesFisher(3, 4.0))
+    rec = {r.id: r for r in led.records}
+    assert rec["C3-bound-vmf-identity"].passed and not rec["C3-bound-too-sharp"].passed
+    assert rec["C3-tau-star"].passed and out["tau_star"] == pytest.approx(0.25, abs=1e-6)
+    assert rec["C3-learned-tau"].measured == pytest.approx(0.25) and rec["C3-learned-tau"].passed
+    assert rec["C3-kl-vmf-tau0.5"].level == pytest.approx(1 - 0.05 / 2)
+
+
+def test_two_cluster_sample_is_on_two_antipodal_points():
+    import torch
+
+    x = chapter._two_cluster_sample(1000, 3, torch.Generator().manual_seed(0), "cpu")
+    assert set(map(tuple, x.numpy().tolist())) == {(1.0, 0.0, 0.0), (-1.0, 0.0, 0.0)}

@@ -1,0 +1,53 @@
+"""The claims ledger: records, verdicts, files."""
+
+import json
+
+import pytest
+
+from infonce_book.experiment.ledger import FIELDS, Ledger, format_table, load_records
+
+
+def test_record_has_every_field_and_the_default_verdict(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger(chapter="c1_rate", profile="smoke", device="cpu", seed=0)
+    led.record(claim="C1", id="C1-a", quantity="c1", predicted=2.18, measured=2.17, ci_low=2.1, ci_high=2.2,
+               params={"model": "vmf", "dim": 3, "kappa": 4.0, "tau": 0.5})
+    led.record(claim="C1", id="C1-b", quantity="c1", predicted=2.5, measured=2.17, ci_low=2.1, ci_high=2.2,
+               params={"model": "vmf"})
+    recs = load_records(tmp_path)
+    assert [r["id"] for r in recs] == ["C1-a", "C1-b"]
+    assert set(recs[0]) == set(FIELDS)
+    assert recs[0]["passed"] is True and recs[1]["passed"] is False
+    assert "FAIL" in format_table(recs)
+
+
+def test_record_with_the_same_id_replaces_the_old_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger(chapter="x", profile="smoke", device="cpu", seed=1)
+    for measured in (1.0, 2.0):
+        led.record(claim="C1", id="C1-a", quantity="q", predicted=2.0, measured=measured, ci_low=measured - 0.1,
+                   ci_high=measured + 0.1, params={})
+    data = json.loads((tmp_path / "x.json").read_text())
+    assert len(data) == 1 and data[0]["measured"] == 2.0 and data[0]["passed"] is True
+
+
+def test_non_finite_or_inverted_values_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger(chapter="x", profile="smoke", device="cpu", seed=0)
+    with pytest.raises(ValueError, match="finite"):
+        led.record(claim="C1", id="a", quantity="q", predicted=float("nan"), measured=1, ci_low=0, ci_high=2, params={})
+    with pytest.raises(ValueError, match="ci_low"):
+        led.record(claim="C1", id="a", quantity="q", predicted=1, measured=1, ci_low=2, ci_high=0, params={})
+
+
+def test_an_estimate_is_recorded_with_its_interval_standard_error_and_size(tmp_path, monkeypatch):
+    from infonce_book.theory.stats import Estimate
+
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger("c0", "smoke", "cpu", 0)
+    est = Estimate.from_samples([1.0, 2.0, 3.0, 4.0])
+    rec = led.record(claim="C0", id="est", quantity="q", predicted=2.0, measured=est, params={})
+    assert (rec.measured, rec.ci_low, rec.ci_high) == (est.mean, *est.ci)
+    assert rec.se == est.se and rec.n == 4 and rec.level == 0.95 and rec.passed
+    with pytest.raises(ValueError, match="ci_low and ci_high"):
+        led.record(claim="C0", id="bad", quantity="q", predicted=0.0, measured=1.0, params={})

@@ -1,0 +1,315 @@
+"""The layout's rules (README, "Layout"), checked on the source tree.
+
+1. Imports go one way, down the layers; no cycles; no package import hidden inside a function.
+2. One chapter = ``book/<stem>.md`` + ``chapters/<stem>.py`` + ``tests/chapters/test_<stem>.py``.
+3. One model interface: no ``isinstance`` or model-name dispatch outside ``models/``.
+4. One uncertainty type: the normal and t quantiles are formed in ``theory/stats.py`` only.
+5. A chapter's models are constructed once, in one visible cell of its page; runners take them.
+6. Labels carry their page's prefix, and none of ``tests/data/labels.txt`` disappears.
+7. ruff (pyflakes, import order, no unneeded ``# noqa``) passes on ``src`` and ``tests``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "src" / "infonce_book"
+
+# Bottom (0) to top. A module may import from its own layer or a lower one. ``testing`` sits
+# above ``pipeline`` (its bad-input table exercises the command line); the pipeline never
+# imports it.
+LAYERS = {"utils": 0, "losses": 1, "theory": 2, "models": 3, "learning": 4, "datasets": 5, "experiment": 6,
+          "chapters": 7, "pipeline": 8, "testing": 9, "__main__": 10, "__init__": -1}
+MODEL_CLASSES = {"VonMisesFisher", "FiniteModel", "GaussianModel", "StudentTModel"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(PKG).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(["infonce_book", *parts])] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return LAYERS["__init__"]
+    return LAYERS[parts[1]]
+
+
+def _resolve(module: str, path: Path, node: ast.ImportFrom) -> list[str]:
+    """The infonce_book modules an ``ImportFrom`` node imports (a package's names may be modules)."""
+    if node.level:
+        base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    if not target.startswith("infonce_book"):
+        return []
+    out = []
+    for alias in node.names:
+        sub = f"{target}.{alias.name}"
+        out.append(sub if sub in MODULES else target)
+    return out
+
+
+def _imports(module: str, path: Path):
+    """``(imported module, is at module level, line)`` for every infonce_book import of a module."""
+    tree = ast.parse(path.read_text())
+    top = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for target in _resolve(module, path, node):
+                yield target, id(node) in top, node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("infonce_book"):
+                    yield alias.name, id(node) in top, node.lineno
+
+
+def test_imports_go_down_the_layers():
+    bad = []
+    for module, path in MODULES.items():
+        if module == "infonce_book":
+            continue
+        for target, _, line in _imports(module, path):
+            if target == "infonce_book":  # the version only
+                continue
+            if _layer(target) > _layer(module):
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {target} (a higher layer)")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_pipeline_never_imports_testing_and_chapters_never_import_the_pipeline():
+    for module, path in MODULES.items():
+        targets = {t for t, _, _ in _imports(module, path)}
+        if module.startswith("infonce_book.pipeline"):
+            assert not any(t.startswith("infonce_book.testing") for t in targets), module
+        if module.startswith("infonce_book.chapters"):
+            assert not any(t.startswith("infonce_book.pipeline") for t in targets), module
+
+
+def test_there_is_no_import_cycle():
+    graph = {m: {t for t, top, _ in _imports(m, p) if top and t != m} for m, p in MODULES.items()}
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = "open"
+        stack.append(m)
+        for t in graph.get(m, ()):
+            if t == "infonce_book":
+                continue
+            if state.get(t) == "open":
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(t):] + [t]))
+            if t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = "done"
+
+    for m in graph:
+        if m not in state:
+            visit(m)
+
+
+def test_no_package_import_is_hidden_inside_a_function_and_heavy_imports_say_why():
+    bad = []
+    for module, path in MODULES.items():
+        lines = path.read_text().splitlines()
+        tree = ast.parse(path.read_text())
+        top = set(map(id, tree.body))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top:
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or "."]
+                if node.__class__ is ast.ImportFrom and node.level or any(n.startswith("infonce_book") for n in names):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: package import inside a function")
+                elif "#" not in lines[node.lineno - 1]:
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: an import inside a function must say "
+                               f"why in a comment (a heavy or optional import)")
+    assert not bad, "\n".join(bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. One chapter, one module, one test file.
+
+
+def _toc() -> dict:
+    return yaml.safe_load((ROOT / "_toc.yml").read_text())
+
+
+def _chapter_stems() -> list[str]:
+    """The pages of the numbered parts (everything but the foundations and the back matter)."""
+    out = []
+    for part in _toc()["parts"]:
+        if part["caption"].strip().lower() in ("foundations", "back matter"):
+            continue
+        out += [Path(c["file"]).name for c in part["chapters"]]
+    return out
+
+
+def test_every_chapter_has_one_module_and_one_test_file_and_nothing_else():
+    from infonce_book.chapters import CHAPTERS
+
+    stems = _chapter_stems()
+    assert tuple(stems) == CHAPTERS, "infonce_book.chapters.CHAPTERS must list the toc's chapters in order"
+    modules = sorted(p.stem for p in (PKG / "chapters").glob("*.py") if p.stem != "__init__")
+    tests = sorted(p.stem for p in (ROOT / "tests" / "chapters").glob("test_*.py"))
+    assert modules == sorted(stems)
+    assert tests == sorted(f"test_{s}" for s in stems)
+    for i, stem in enumerate(stems, start=1):
+        assert re.fullmatch(rf"c{i}_[a-z]+", stem), f"chapter {i} must be named c{i}_<topic>, got {stem}"
+        page = (ROOT / "book" / f"{stem}.md").read_text()
+        imported = set(re.findall(r"from infonce_book\.chapters import (\w+)", page))
+        assert imported == {stem}, f"book/{stem}.md must import its own chapter module only, got {imported}"
+
+
+def test_every_chapter_module_has_sizes_for_every_profile_and_a_setup():
+    import importlib
+
+    from infonce_book.experiment.profiles import PROFILES, sizes_for
+
+    for stem in _chapter_stems():
+        mod = importlib.import_module(f"infonce_book.chapters.{stem}")
+        assert mod.STEM == stem and callable(mod.setup)
+        for profile in PROFILES:
+            sizes_for(mod.SIZES, profile)  # raises if a profile is missing or keys differ
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. and 4. One model interface, one uncertainty type.
+
+
+def _source_files_outside(*folders):
+    for p in sorted(PKG.rglob("*.py")):
+        if p.relative_to(PKG).parts[0] not in folders:
+            yield p
+
+
+def test_no_isinstance_or_model_name_dispatch_outside_models():
+    from infonce_book.models import MODELS
+
+    bad = []
+    for path in _source_files_outside("models"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+                names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)} | \
+                        {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
+                if names & MODEL_CLASSES:
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: isinstance on a model class")
+            if isinstance(node, ast.Compare):
+                consts = [c.value for c in ast.walk(node) if isinstance(c, ast.Constant)]
+                if any(isinstance(c, str) and c in MODELS for c in consts):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: comparison with a model name")
+    assert not bad, "\n".join(bad)
+
+
+def test_quantiles_are_formed_in_one_place():
+    bad = []
+    for path in _source_files_outside():
+        if path == PKG / "theory" / "stats.py":
+            continue
+        text = path.read_text()
+        for pattern in (r"\bnorm\.ppf\b", r"\bt\.ppf\b", r"1\.9599", r"\b1\.96\b", r"\b2\.576\b"):
+            for m in re.finditer(pattern, text):
+                bad.append(f"{path.relative_to(ROOT)}:{text[:m.start()].count(chr(10)) + 1}: {m.group(0)}")
+    assert not bad, "quantiles belong in infonce_book.theory.stats:\n" + "\n".join(bad)
+
+
+def test_every_uncertainty_class_is_the_one_estimate():
+    classes = []
+    for path in _source_files_outside():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and re.search(r"Estimate|Interval|CrossEntropy", node.name):
+                classes.append(f"{path.relative_to(PKG)}:{node.name}")
+    assert classes == ["theory/stats.py:Estimate"], classes
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. A chapter's models are set once, in one visible cell, and passed to its runners.
+
+
+def test_a_page_constructs_each_model_once_in_a_visible_cell():
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(MODEL_CLASSES)) + r")(?:\.random)?\([^()]*\)")
+    for stem in _chapter_stems():
+        nb = jupytext.read(ROOT / "book" / f"{stem}.md")
+        seen = {}
+        for i, c in enumerate(nb.cells):
+            if c.cell_type != "code":
+                continue
+            for call in pattern.findall(c.source):
+                key = re.sub(r"\s+", "", call)
+                assert key not in seen or seen[key] == i, f"book/{stem}.md constructs {call} in two cells"
+                seen[key] = i
+                tags = set(c.metadata.get("tags", []))
+                assert not tags & {"remove-input", "remove-cell", "hide-input"}, f"book/{stem}.md: {call} is hidden"
+        assert seen or stem == "c6_digits", f"book/{stem}.md constructs no model: where are its parameters set?"
+
+
+def test_runners_do_not_hard_code_a_model():
+    bad = []
+    for path in sorted((PKG / "chapters").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in MODEL_CLASSES:
+                if node.args and all(isinstance(a, ast.Constant) for a in node.args):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: a model with literal parameters")
+    assert not bad, "\n".join(bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Labels.
+
+LABEL_PATTERNS = (r"^:label:\s*([\w-]+)\s*$", r"^:name:\s*([\w-]+)\s*$", r"^\(([\w-]+)\)=\s*$",
+                  r"^\$\$\s*\(([\w-]+)\)\s*$")
+
+
+def _labels(path: Path) -> list[str]:
+    text = path.read_text()
+    return [m.group(1) for p in LABEL_PATTERNS for m in re.finditer(p, text, flags=re.M)]
+
+
+def _all_labels() -> dict[str, list[str]]:
+    return {p.stem: _labels(p) for p in sorted((ROOT / "book").glob("*.md"))}
+
+
+def test_labels_carry_their_page_prefix():
+    for stem, labels in _all_labels().items():
+        prefix = stem.split("_")[0] + "-" if re.match(r"c\d+_", stem) else stem + "-"
+        wrong = [lab for lab in labels if not lab.startswith(prefix)]
+        assert not wrong, f"book/{stem}.md: labels without the prefix {prefix!r}: {wrong}"
+
+
+def test_no_frozen_label_disappears():
+    lines = (ROOT / "tests" / "data" / "labels.txt").read_text().splitlines()
+    frozen = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    present = {lab for labels in _all_labels().values() for lab in labels}
+    missing = sorted(set(frozen) - present)
+    assert not missing, f"labels cited by readers must not disappear (tests/data/labels.txt): {missing}"
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Lint.
+
+
+def test_ruff_passes():
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff is None:
+        pytest.fail("ruff is not installed: `make install` (or pip install -e '.[test]') installs it")
+    proc = subprocess.run([ruff, "check", "src", "tests"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
