@@ -576,7 +576,7 @@ def plot_throughput(df, meta, path: Path) -> None:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from infonce_book.plotting import use_book_style
+    from infonce_book.experiment.style import use_book_style  # only when plotting
 
     use_book_style()
     ok = df[df.status == "ok"].copy()
@@ -642,7 +642,7 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT / "src"))
     import torch
 
-    from infonce_book.device import resolve_device
+    from infonce_book.utils.device import resolve_device
 
     device = resolve_device(args.device)
     if args.threads:
