@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import (check_bool, check_choice, check_float_tensor, check_tau, check_unit_norm,
+from .._validation import (check_bool, check_choice, check_float_tensor, check_tau, check_unit_norm,
                           norm_deviation, raise_unless_unit_norm)
 
 VARIANTS = ("standard", "decoupled")
