@@ -54,10 +54,12 @@ Where the logits are formed:
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .._validation import (check_bool, check_choice, check_float_tensor, check_unit_norm, norm_deviation,
-                           raise_unless_unit_norm)
+                           raise_unless_unit_norm, unit_norm_tolerance)
 from ._common import (ACCUMULATE_DTYPES, REDUCTIONS, VARIANTS, LogSumExpState, RunningLogSumExp, autocast_off,
                       centred_logits, check_accumulate, check_chunk_size, check_finite_loss, chunk_bounds,
                       differentiable_backward, grad_like, inverse_temperature, lse_plain, reduce, row_factor,
@@ -374,36 +376,182 @@ def _add_weighted_sum(out, w, n, shared):
         out.unsqueeze(1).baddbmm_(w.unsqueeze(1), n)
 
 
-def embedding_lse(anchor, positive, negatives, tau_value, tau_tensor, include_positive, chunk_size, dtype,
-                  check_negatives_norm, exclude=None):
-    """The per-row loss ``lse`` (B,) from validated embeddings: the fused path for small
-    problems, the chunked custom autograd function otherwise; raises OverflowError where the
-    loss leaves the range of ``dtype``. ``check_negatives_norm``: check the negatives' norms
-    (chunk by chunk as they are scored); ``exclude``: see :func:`_chunk_masks`."""
+class _FusedInfoNCE(torch.autograd.Function):
+    """The loss of a small problem in one block (all k negatives at once), reduced.
+
+    The centred logits come out of one matrix multiply with the positive folded in,
+    ``z_ij = beta <a_i, n_j> - beta s+_i`` (``torch.addmm``; ``-inf`` where ``exclude`` leaves a
+    negative out). With the softmax ``q_ij = e^{z_ij} / sum_l e^{z_il}`` over the negatives (one
+    fused kernel), ``l_i = log sum_j e^{z_ij} = max_j z_ij - log max_j q_ij`` (``max_j q_ij >=
+    1/k``, so the logarithm is exact to rounding), and the loss is ``log(1 + e^{l_i})``
+    (standard; ``softplus``, exact in relative terms when the loss is tiny) or ``l_i``
+    (decoupled). The weight of negative j is ``p_ij = s_i q_ij`` with ``s_i = sigmoid(l_i)``
+    (standard) or 1, so that with the row factor ``f_i = g_i s_i beta`` (divided by B for the
+    mean): ``grad a_i = f_i (sum_j q_ij n_j - p_i)``, ``grad p_i = -f_i a_i``,
+    ``grad n_j = sum_i f_i q_ij a_i`` and
+    ``grad tau = -beta sum_i f_i (<a_i, sum_j q_ij n_j> - s+_i)``. ``f`` is formed as
+    ``(s beta) g`` and ``beta`` is never multiplied into a weight on its own, so a weight that
+    underflowed to 0 never meets an overflowed factor (for upstream gradients up to B for the
+    mean, 1 for the sum).
+
+    ``checks``: ``(tensor, name)`` pairs whose rows must have norm 1; their smallest and largest
+    norms and the loss are read in one synchronisation after the loss is computed (the norms
+    first, so that the negatives are in cache for the matrix multiply), and a failing check is
+    redone tensor by tensor for its message. Saves the inputs and the (B, k) softmax; a
+    backward pass with ``create_graph`` goes through :func:`_fused_embedding_lse` instead.
+    """
+
+    @staticmethod
+    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, include_positive, dtype, exclude, reduction,
+                checks):
+        lohi = _norm_range([x for x, _ in checks]) if checks else ()
+        beta = 1.0 / tau
+        a, n = _as(anchor, dtype), _as(negatives, dtype)
+        s_pos = torch.linalg.vecdot(a, _as(positive, dtype))
+        if negatives.dim() == 2:
+            z = torch.addmm(s_pos.unsqueeze(-1), a, n.T, beta=-beta, alpha=beta)
+        else:
+            z = torch.baddbmm(s_pos.view(-1, 1, 1), a.unsqueeze(1), n.transpose(1, 2), beta=-beta,
+                              alpha=beta).squeeze(1)
+        if exclude is not None:
+            z.scatter_(1, exclude, _NEG_INF)
+        q = torch.softmax(z, dim=-1)
+        lse = z.amax(dim=-1).sub_(q.amax(dim=-1).log_())  # log sum_j e^{z_ij}
+        s = None
+        if include_positive:
+            s = torch.sigmoid(lse)
+            lse = _softplus(lse)
+        out = reduce(lse, reduction)
+        _raise_unless_checks_pass(checks, lohi, out, dtype, tau)
+        ctx.save_for_backward(anchor, positive, negatives, q, s, s_pos, tau_tensor)
+        ctx.tau, ctx.include_positive, ctx.dtype, ctx.exclude, ctx.reduction = (tau, include_positive, dtype,
+                                                                                exclude, reduction)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        anchor, positive, negatives, q, s, s_pos, tau_tensor = ctx.saved_tensors
+        tail = (None,) * 6
+        tau, dtype, include_positive, exclude, reduction = (ctx.tau, ctx.dtype, ctx.include_positive, ctx.exclude,
+                                                            ctx.reduction)
+        if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
+            def recompute(a_, p_, n_, t_):
+                lse = _fused_embedding_lse(a_, p_, n_, tau if t_ is None else t_, include_positive, dtype, exclude)
+                return reduce(lse, reduction)
+            return differentiable_backward(recompute, (anchor, positive, negatives, tau_tensor),
+                                           ctx.needs_input_grad[:4], grad) + tail
+        with autocast_off(grad.device.type):
+            return _fused_backward(ctx, _as(grad, dtype), anchor, positive, negatives, q, s, s_pos) + tail
+
+
+def _fused_backward(ctx, g, anchor, positive, negatives, q, s, s_pos):
+    need_a, need_p, need_n, need_tau = ctx.needs_input_grad[:4]
+    dtype, B = ctx.dtype, q.shape[0]
+    beta = 1.0 / ctx.tau
+    c = -beta / B if ctx.reduction == "mean" else -beta
+    if s is None:  # decoupled: every row's weights sum to 1
+        s = torch.ones_like(s_pos)
+    neg_f = torch.addcmul(_zero(dtype, q.device), s, g, value=c).unsqueeze(-1)  # -f = (c s) g, (B, 1)
+    shared = negatives.dim() == 2
+    a, n = _as(anchor, dtype), _as(negatives, dtype)
+    grad_a = grad_p = grad_n = grad_tau = None
+    if need_a or need_tau:
+        qn = torch.mm(q, n) if shared else torch.bmm(q.unsqueeze(1), n).squeeze(1)  # sum_j q_ij n_j
+        if need_tau:
+            pz = torch.linalg.vecdot(a, qn).sub_(s_pos)
+            grad_tau = ((neg_f.squeeze(-1) * pz).sum() * beta).reshape(())
+        if need_a:
+            grad_a = torch.sub(_as(positive, dtype), qn).mul_(neg_f)
+    if need_p or need_n:
+        fa = a * neg_f  # -f a
+        if need_p:
+            grad_p = fa
+        if need_n:
+            grad_n = (torch.mm(q.T, fa) if shared else q.unsqueeze(-1) * fa.unsqueeze(1)).neg_()
+    return grad_like(grad_a, anchor), grad_like(grad_p, positive), grad_like(grad_n, negatives), grad_tau
+
+
+_ZEROS = {}
+
+
+def _zero(dtype, device):
+    """A cached 0-d zero (the ``input`` of ``torch.addcmul``)."""
+    key = (dtype, device)
+    zero = _ZEROS.get(key)
+    if zero is None:
+        zero = _ZEROS[key] = torch.zeros((), dtype=dtype, device=device)
+    return zero
+
+
+def _as(x, dtype):
+    return x if x.dtype == dtype else x.to(dtype)
+
+
+def _softplus(x):
+    """``log(1 + e^x)``, exact in relative terms for very negative ``x``: torch's softplus is
+    ``log1p(exp(x))`` below its threshold and ``x`` above it; at 40 the neglected ``e^{-x}``
+    is below float64's rounding of ``x``."""
+    return torch.nn.functional.softplus(x, beta=1.0, threshold=40.0)
+
+
+def _norm_range(tensors):
+    """The smallest and largest row norm over ``tensors`` (a 0-d tensor each; no synchronisation;
+    call without autograd, e.g. inside a custom function's forward pass)."""
+    parts = [torch.linalg.vector_norm(x, dim=-1) for x in tensors]
+    parts = [t if t.dim() == 1 else t.reshape(-1) for t in parts]
+    common = parts[0].dtype
+    if any(t.dtype != common for t in parts):
+        parts = [t.to(torch.float64) for t in parts]
+    return torch.aminmax(torch.cat(parts) if len(parts) > 1 else parts[0])
+
+
+def _raise_unless_checks_pass(checks, lohi, out, dtype, tau) -> None:
+    """Read the norm range ``lohi`` of the tensors in ``checks`` and the sum of ``out`` (or None)
+    in one synchronisation; raise as :func:`check_unit_norm` (redone tensor by tensor for the
+    message) or :func:`check_finite_loss` where a check fails."""
+    stats = list(lohi)
+    if out is not None:
+        total = out.detach() if out.dim() == 0 else out.detach().sum()
+        stats.append(total if not stats or total.dtype == stats[0].dtype else total.to(stats[0].dtype))
+    if not stats:
+        return
+    values = torch.stack(stats).tolist()
+    if checks:
+        tol = min(unit_norm_tolerance(x.dtype) for x, _ in checks)
+        if not (1.0 - tol <= values[0] and values[1] <= 1.0 + tol):  # also False for NaN
+            for x, name in checks:
+                check_unit_norm(x, name)
+    if out is not None and not math.isfinite(values[-1]):
+        check_finite_loss(out, dtype, tau)
+
+
+def embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, include_positive, chunk_size, dtype,
+                   reduction, unit_norm=(), check_negatives_norm=False, exclude=None):
+    """The reduced loss from embeddings whose shapes are validated: the fused path for small
+    problems (:class:`_FusedInfoNCE`), the chunked custom autograd function otherwise.
+
+    ``unit_norm``: ``(tensor, name)`` pairs whose rows must have norm 1; ``check_negatives_norm``:
+    check the negatives' norms too (chunk by chunk as they are scored, on the chunked path);
+    ``exclude``: see :func:`_chunk_masks`. Raises ValueError for rows off the sphere (or
+    non-finite entries) and OverflowError where ``1/tau`` or the loss leaves the range of
+    ``dtype``."""
     inverse_temperature(tau_value, dtype)
     B, k = anchor.shape[0], negatives.shape[-2]
     if use_fused(B, k, chunk_size):
-        if check_negatives_norm:
-            check_unit_norm(negatives, "negatives")
-        lse = _fused_embedding_lse(anchor, positive, negatives, tau_value if tau_tensor is None else tau_tensor,
-                                   include_positive, dtype, exclude)
-    else:
-        # The weighted sum of negatives that the anchor's (and tau's) gradient needs is
-        # accumulated in the forward pass, when a backward pass through them can follow.
-        want_pn = torch.is_grad_enabled() and (anchor.requires_grad or tau_tensor is not None)
-        lse = _InfoNCEFromEmbeddings.apply(anchor, positive, negatives, tau_tensor, tau_value, include_positive,
-                                           chunk_bounds(k, chunk_size), dtype, want_pn, check_negatives_norm,
-                                           exclude)
+        checks = tuple(unit_norm) + (((negatives, "negatives"),) if check_negatives_norm else ())
+        return _FusedInfoNCE.apply(anchor, positive, negatives, tau_tensor, tau_value, include_positive, dtype,
+                                   exclude, reduction, checks)
+    if unit_norm:
+        with torch.no_grad():
+            lohi = _norm_range([x for x, _ in unit_norm])
+        _raise_unless_checks_pass(unit_norm, lohi, None, dtype, tau_value)
+    # The weighted sum of negatives that the anchor's (and tau's) gradient needs is accumulated in
+    # the forward pass, when a backward pass through them can follow.
+    want_pn = torch.is_grad_enabled() and (anchor.requires_grad or tau_tensor is not None)
+    lse = _InfoNCEFromEmbeddings.apply(anchor, positive, negatives, tau_tensor, tau_value, include_positive,
+                                       chunk_bounds(k, chunk_size), dtype, want_pn, check_negatives_norm, exclude)
     check_finite_loss(lse, dtype, tau_value)
-    return lse
-
-
-def check_unit_norm_rows(tensors_and_names) -> None:
-    """:func:`check_unit_norm` for several tensors with one synchronisation (the deviations are
-    gathered into one tensor and read at once)."""
-    devs = torch.stack([norm_deviation(x) for x, _ in tensors_and_names]).tolist()
-    for worst, (x, name) in zip(devs, tensors_and_names):
-        raise_unless_unit_norm(worst, x, name)
+    return reduce(lse, reduction)
 
 
 # ---- public functions --------------------------------------------------------------------------
@@ -576,16 +724,14 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
     k = negatives.shape[-2]
     if k < 1:
         raise ValueError(f"k (number of negatives) must be >= 1, got negatives of shape {tuple(negatives.shape)}")
-    if require_unit_norm:
-        # The negatives are checked chunk by chunk as they are scored (a separate pass over a
-        # (k, d) matrix costs about as much as scoring it against a small batch).
-        check_unit_norm_rows(((anchor, "anchor"), (positive, "positive")))
     tau_value, tau_tensor = split_tau(tau)
     if accumulate is None:
         dtype = torch.promote_types(torch.promote_types(anchor.dtype, positive.dtype), negatives.dtype)
         dtype = torch.promote_types(dtype, torch.float32)
     else:
         dtype = accumulate
-    lse = embedding_lse(anchor, positive, negatives, tau_value, tau_tensor, variant == "standard", chunk_size,
-                        dtype, require_unit_norm)
-    return reduce(lse, reduction)
+    # With require_unit_norm the negatives are checked chunk by chunk as they are scored (a
+    # separate pass over a (k, d) matrix costs about as much as scoring it against a small batch).
+    unit_norm = ((anchor, "anchor"), (positive, "positive")) if require_unit_norm else ()
+    return embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant == "standard", chunk_size,
+                          dtype, reduction, unit_norm, require_unit_norm)
