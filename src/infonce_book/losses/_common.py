@@ -145,6 +145,28 @@ def reduce(loss: torch.Tensor, reduction: str) -> torch.Tensor:
     return loss
 
 
+def finite_loss(lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: float) -> torch.Tensor:
+    """The reduced loss of the per-row losses ``lse``, raising OverflowError unless it is
+    finite: rows beyond the range of ``dtype``, or a sum beyond it. A mean whose sum overflows
+    although every row is finite is formed from the rows divided by B first (its true value is
+    within the range)."""
+    check_finite_loss(lse, dtype, tau)
+    out = reduce(lse, reduction)
+    return out if reduction == "none" else finite_reduction(out, lse, reduction, dtype, tau)
+
+
+def finite_reduction(out, lse, reduction, dtype, tau, *, known_finite=None):
+    """``out`` (the mean or sum of finite rows ``lse``) if it is finite (``known_finite``: that
+    is already known, or None to check); otherwise the mean formed without overflow, or an
+    OverflowError for a sum."""
+    if known_finite if known_finite is not None else bool(torch.isfinite(out.detach())):
+        return out
+    if reduction == "mean":
+        out = (lse / lse.shape[0]).sum()
+    check_finite_loss(out, dtype, tau)
+    return out
+
+
 # ---- temperature scaling with a NaN-free gradient ----------------------------------------------
 
 class _ScaleByTemperature(torch.autograd.Function):
@@ -338,8 +360,11 @@ def differentiable_backward(recompute, inputs, needs, grad):
     materialises the logits); its vector-Jacobian product with ``grad`` is taken with
     ``create_graph=True``, so autograd can differentiate the result again. ``needs``: which of
     ``inputs`` need a gradient; returns one gradient (or None) per input."""
-    wanted = [x for x, need in zip(inputs, needs) if need]
     with torch.enable_grad():
+        # One alias per input: the same tensor may fill two slots (the in-batch forms pass the
+        # candidates as positives and as negatives), and each slot needs its own gradient.
+        inputs = [x.view_as(x) if need else x for x, need in zip(inputs, needs)]
+        wanted = [x for x, need in zip(inputs, needs) if need]
         out = recompute(*inputs)
         grads = torch.autograd.grad(out, wanted, grad, create_graph=True, allow_unused=True)
     it = iter(grads)

@@ -61,7 +61,8 @@ import torch
 from .._validation import (check_bool, check_choice, check_float_tensor, check_unit_norm, norm_deviation,
                            raise_unless_unit_norm, unit_norm_tolerance)
 from ._common import (ACCUMULATE_DTYPES, REDUCTIONS, VARIANTS, LogSumExpState, RunningLogSumExp, autocast_off,
-                      centred_logits, check_accumulate, check_chunk_size, check_finite_loss, chunk_bounds,
+                      centred_logits, check_accumulate, check_chunk_size, check_finite_loss, chunk_bounds, finite_loss,
+                      finite_reduction,
                       differentiable_backward, grad_like, inverse_temperature, lse_plain, reduce, row_factor,
                       scale_by_temperature, split_tau, sum_of_weights, use_fused, without_autocast)
 
@@ -126,9 +127,7 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
         state.update(centred_logits(chunk, s_pos, tau, dtype))
     if k < 1:
         raise ValueError("k (number of negatives) must be >= 1, got no negatives in s_neg_chunks")
-    lse = state.value()
-    check_finite_loss(lse, dtype, tau_value)
-    return reduce(lse, reduction)
+    return finite_loss(state.value(), reduction, dtype, tau_value)
 
 
 # ---- from similarities -------------------------------------------------------------------------
@@ -422,7 +421,10 @@ class _FusedInfoNCE(torch.autograd.Function):
             s = torch.sigmoid(lse)
             lse = _softplus(lse)
         out = reduce(lse, reduction)
-        _raise_unless_checks_pass(checks, lohi, out, dtype, tau)
+        out_finite = _raise_unless_checks_pass(checks, lohi, out)
+        if not out_finite:  # rows beyond the range (an error), or a mean whose sum overflows
+            check_finite_loss(lse, dtype, tau)
+            out = finite_reduction(out, lse, reduction, dtype, tau, known_finite=False)
         ctx.save_for_backward(anchor, positive, negatives, q, s, s_pos, tau_tensor)
         ctx.tau, ctx.include_positive, ctx.dtype, ctx.exclude, ctx.reduction = (tau, include_positive, dtype,
                                                                                 exclude, reduction)
@@ -505,24 +507,23 @@ def _norm_range(tensors):
     return torch.aminmax(torch.cat(parts) if len(parts) > 1 else parts[0])
 
 
-def _raise_unless_checks_pass(checks, lohi, out, dtype, tau) -> None:
+def _raise_unless_checks_pass(checks, lohi, out=None) -> bool:
     """Read the norm range ``lohi`` of the tensors in ``checks`` and the sum of ``out`` (or None)
     in one synchronisation; raise as :func:`check_unit_norm` (redone tensor by tensor for the
-    message) or :func:`check_finite_loss` where a check fails."""
+    message) where a norm check fails. Returns whether ``out`` is finite (True without ``out``)."""
     stats = list(lohi)
     if out is not None:
         total = out.detach() if out.dim() == 0 else out.detach().sum()
         stats.append(total if not stats or total.dtype == stats[0].dtype else total.to(stats[0].dtype))
     if not stats:
-        return
+        return True
     values = torch.stack(stats).tolist()
     if checks:
         tol = min(unit_norm_tolerance(x.dtype) for x, _ in checks)
         if not (1.0 - tol <= values[0] and values[1] <= 1.0 + tol):  # also False for NaN
             for x, name in checks:
                 check_unit_norm(x, name)
-    if out is not None and not math.isfinite(values[-1]):
-        check_finite_loss(out, dtype, tau)
+    return out is None or math.isfinite(values[-1])
 
 
 def embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, include_positive, chunk_size, dtype,
@@ -544,14 +545,13 @@ def embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, include_p
     if unit_norm:
         with torch.no_grad():
             lohi = _norm_range([x for x, _ in unit_norm])
-        _raise_unless_checks_pass(unit_norm, lohi, None, dtype, tau_value)
+        _raise_unless_checks_pass(unit_norm, lohi)
     # The weighted sum of negatives that the anchor's (and tau's) gradient needs is accumulated in
     # the forward pass, when a backward pass through them can follow.
     want_pn = torch.is_grad_enabled() and (anchor.requires_grad or tau_tensor is not None)
     lse = _InfoNCEFromEmbeddings.apply(anchor, positive, negatives, tau_tensor, tau_value, include_positive,
                                        chunk_bounds(k, chunk_size), dtype, want_pn, check_negatives_norm, exclude)
-    check_finite_loss(lse, dtype, tau_value)
-    return reduce(lse, reduction)
+    return finite_loss(lse, reduction, dtype, tau_value)
 
 
 # ---- public functions --------------------------------------------------------------------------
@@ -631,8 +631,7 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
     else:
         lse = _InfoNCEFromSimilarities.apply(s_pos, s_neg, tau_tensor, tau_value, include_positive,
                                              chunk_bounds(k, chunk_size), dtype)
-    check_finite_loss(lse, dtype, tau_value)
-    return reduce(lse, reduction)
+    return finite_loss(lse, reduction, dtype, tau_value)
 
 
 @without_autocast

@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from .._validation import check_bool, check_choice, check_float_tensor
-from ._common import (REDUCTIONS, VARIANTS, check_accumulate, check_chunk_size, reduce, split_tau,
+from ._common import (REDUCTIONS, VARIANTS, check_accumulate, check_chunk_size, finite_loss, split_tau,
                       without_autocast)
 from .distributed import gather_with_grad, local_offset
 from .explicit import embedding_loss
@@ -135,7 +135,8 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
                           unit_norm, exclude=exclude)
     columns = embedding_loss(z2, z1, c1, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
                              exclude=exclude)
-    return reduce((rows + columns) * 0.5, reduction)
+    pairs = rows * 0.5 + columns * 0.5  # (each half first: the sum of two finite rows may overflow)
+    return finite_loss(pairs, reduction, dtype, tau_value)
 
 
 @without_autocast
