@@ -176,7 +176,8 @@ def test_float32_in_batch_is_within_float32_accuracy_of_float64(tau):
 
 def test_reductions_of_the_in_batch_forms():
     z1, z2 = unit(4, 3, seed=13), unit(4, 3, seed=14)
-    for fn in (lambda **kw: info_nce_in_batch(z1, z2, 0.5, symmetric=True, **kw), lambda **kw: nt_xent(z1, z2, 0.5, **kw)):
+    for fn in (lambda **kw: info_nce_in_batch(z1, z2, 0.5, symmetric=True, **kw),
+               lambda **kw: nt_xent(z1, z2, 0.5, **kw)):
         none = fn(reduction="none")
         torch.testing.assert_close(fn(), none.mean(), rtol=1e-15, atol=0)
         torch.testing.assert_close(fn(reduction="sum"), none.sum(), rtol=1e-15, atol=0)

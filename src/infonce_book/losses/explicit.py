@@ -61,10 +61,10 @@ import torch
 from .._validation import (check_bool, check_choice, check_float_tensor, check_unit_norm, norm_deviation,
                            raise_unless_unit_norm, unit_norm_tolerance)
 from ._common import (ACCUMULATE_DTYPES, REDUCTIONS, VARIANTS, LogSumExpState, RunningLogSumExp, autocast_off,
-                      centred_logits, check_accumulate, check_chunk_size, check_finite_loss, chunk_bounds, finite_loss,
-                      finite_reduction,
-                      differentiable_backward, grad_like, inverse_temperature, lse_plain, reduce, row_factor,
-                      scale_by_temperature, split_tau, sum_of_weights, use_fused, without_autocast)
+                      centred_logits, check_accumulate, check_chunk_size, check_finite_loss, chunk_bounds,
+                      differentiable_backward, finite_loss, finite_reduction, grad_like, inverse_temperature,
+                      lse_plain, reduce, row_factor, scale_by_temperature, split_tau, sum_of_weights, use_fused,
+                      without_autocast)
 
 __all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "info_nce", "info_nce_from_similarities",
            "info_nce_streaming"]
@@ -458,12 +458,16 @@ def _fused_backward(ctx, g, anchor, positive, negatives, q, s, s_pos):
     a, n = _as(anchor, dtype), _as(negatives, dtype)
     grad_a = grad_p = grad_n = grad_tau = None
     if need_a or need_tau:
-        qn = torch.mm(q, n) if shared else torch.bmm(q.unsqueeze(1), n).squeeze(1)  # sum_j q_ij n_j
-        if need_tau:
-            pz = torch.linalg.vecdot(a, qn).sub_(s_pos)
-            grad_tau = ((neg_f.squeeze(-1) * pz).sum() * beta).reshape(())
+        # p_i - sum_j q_ij n_j, in one matrix multiply
+        p = _as(positive, dtype)
+        if shared:
+            diff = torch.addmm(p, q, n, alpha=-1.0)
+        else:
+            diff = torch.baddbmm(p.unsqueeze(1), q.unsqueeze(1), n, alpha=-1.0).squeeze(1)
+        if need_tau:  # pz_i = <a_i, sum_j q_ij n_j> - s+_i = -<a_i, diff_i>
+            grad_tau = (-(neg_f.squeeze(-1) * torch.linalg.vecdot(a, diff)).sum() * beta).reshape(())
         if need_a:
-            grad_a = torch.sub(_as(positive, dtype), qn).mul_(neg_f)
+            grad_a = diff.mul_(neg_f)
     if need_p or need_n:
         fa = a * neg_f  # -f a
         if need_p:
