@@ -22,9 +22,9 @@ VARIANTS = ("standard", "decoupled")
 REDUCTIONS = ("mean", "sum", "none")
 ACCUMULATE_DTYPES = (torch.float32, torch.float64)
 
-#: The fused path (plain torch operations over the whole (B, k) logit matrix) is taken when all
-#: negatives fit in one chunk and ``B * k`` is at most this: for small problems the fixed cost of
-#: a custom autograd function and its Python backward exceeds the work itself.
+#: The fused path (the whole (B, k) logit matrix at once) is taken when all negatives fit in one
+#: chunk and ``B * k`` is at most this: for small problems the fixed cost per call of the chunked
+#: path (its running log-sum-exp and recomputing backward pass) exceeds the work itself.
 FUSED_MAX_LOGITS = 2**16
 
 _NEG_INF = float("-inf")

@@ -24,13 +24,15 @@ needs for a (B, k)-sized gradient (the gradient of ``l_k`` in ``s_j`` is ``beta 
 ``s+`` it is ``-beta sum_j p_j``, in ``tau`` it is ``-(1/tau) sum_j p_j z_j``).
 
 Small problems (all k negatives in one chunk and ``B k <= 2^16``) take a *fused* path instead:
-the same formulas written with plain torch operations over the (B, k) logits, whose fixed cost
-per call is lower than that of a custom autograd function.
+for embeddings one matrix multiply that forms the centred logits and one softmax kernel, with
+the argument checks read in the same synchronisation as the loss (:class:`_FusedInfoNCE`; it
+keeps the (B, k) softmax for the backward pass); for similarities plain torch operations. Their
+fixed cost per call is what matters at that size.
 
-Second derivatives (``create_graph=True``, as in gradient penalties) are right: the fused path
-and :func:`info_nce_streaming` are plain autograd, and the custom functions' backward pass,
-when a graph of it is asked for, recomputes the loss with the fused formulas (materialising the
-(B, k) logits) and differentiates that.
+Second derivatives (``create_graph=True``, as in gradient penalties) are right:
+:func:`info_nce_streaming` and the fused path from similarities are plain autograd, and the
+custom functions' backward pass, when a graph of it is asked for, recomputes the loss with
+plain torch operations (materialising the (B, k) logits) and differentiates that.
 
 Overflow: a result beyond the range of its dtype is an ``OverflowError``, never ``inf`` or
 ``NaN``: ``1/tau`` must be representable in the accumulation dtype (float32: ``tau >= 2.94e-39``),
@@ -659,8 +661,8 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
             backward pass (which recomputes them; ``None``: all k at once). Each chunk is one
             matrix multiply; on a CPU a chunk of ``B x chunk_size`` about 1 MB (so
             ``chunk_size`` near ``2**18 / B``) keeps it in cache. When one chunk holds all k
-            and ``B k <= 2^16``, a fused path of plain torch operations is taken (autograd then
-            keeps a few (B, k) tensors, 2^16 entries at most).
+            and ``B k <= 2^16``, a fused path is taken (one matrix multiply and a softmax; it
+            keeps the (B, k) softmax, 2^16 entries at most, for the backward pass).
         require_unit_norm: check that all rows have norm 1 (the theory lives on the sphere);
             the negatives are checked chunk by chunk as they are scored, which also proves their
             entries finite.
