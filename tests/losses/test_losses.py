@@ -365,8 +365,12 @@ def test_chunked_similarity_gradients_equal_materialised_autograd(variant, chunk
     got_in = [x.clone().requires_grad_() for x in (s_pos, s_neg, tau)]
     loss = info_nce_from_similarities(*got_in, variant=variant, reduction="none", chunk_size=chunk_size)
     (loss * torch.arange(1.0, 5.0, dtype=torch.float64)).sum().backward()
-    assert saved_tensor_sizes(
-        lambda: info_nce_from_similarities(*got_in, variant=variant, chunk_size=chunk_size), got_in) == [4, 4]
+    saved = saved_tensor_sizes(lambda: info_nce_from_similarities(*got_in, variant=variant, chunk_size=chunk_size),
+                               got_in)
+    if chunk_size is not None and chunk_size < 13:  # chunked custom function: the two (B,) halves of lse
+        assert saved == [4, 4]
+    else:  # one chunk of a small problem: the fused path, plain autograd over the (B, k) logits
+        assert max(saved) <= 4 * 13
     for name, g, r in zip(("s_pos", "s_neg", "tau"), got_in, ref_in):
         assert normwise_error(g.grad, r.grad) <= 1e-13, name
 

@@ -1,0 +1,207 @@
+"""In-batch InfoNCE, the forms practitioners train with: CLIP's (symmetric) loss and SimCLR's NT-Xent.
+
+A batch of ``B`` positive pairs ``(z1_i, z2_i)`` serves as its own negatives:
+
+* :func:`info_nce_in_batch` (CLIP, Radford et al. 2021): row ``i`` of the logits
+  ``z1 z2^T / tau`` has its positive on the diagonal and the ``B - 1`` other columns as
+  negatives; ``symmetric=True`` averages it with the same loss over the columns (``z2`` as
+  anchors), as CLIP does.
+* :func:`nt_xent` (SimCLR's normalised temperature-scaled cross entropy, Chen et al. 2020): the
+  ``2B`` views ``z1_1 ... z1_B, z2_1 ... z2_B`` are each an anchor; a view's positive is its
+  pair and its negatives are the other ``2B - 2`` views (itself excluded).
+
+Both are :func:`infonce_book.losses.info_nce` with shared negatives in which the positive (and,
+for NT-Xent, the anchor itself) is left out of each row's negatives (its logit set to ``-inf``
+before the log-sum-exp, never subtracted afterwards): the same log-space arithmetic, chunking,
+custom backward pass, fused path for small batches, accuracy, autocast and overflow behaviour,
+and the same ``variant`` (``"decoupled"``: the positive left out of the denominator, Yeh et al.
+2022) and ``reduction``. With ``gather=True`` the candidates of every process of a
+``torch.distributed`` group are scored (:func:`infonce_book.losses.gather_with_grad`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..utils.validation import check_bool, check_choice, check_float_tensor
+from ._common import REDUCTIONS, VARIANTS, check_accumulate, check_chunk_size, finite_loss, split_tau, without_autocast
+from .distributed import gather_with_grad, local_offset
+from .explicit import embedding_loss
+
+__all__ = ["info_nce_in_batch", "nt_xent"]
+
+
+def _validate_pairs(z1, z2, require_unit_norm):
+    for name, t in (("z1", z1), ("z2", z2)):
+        check_float_tensor(t, name, finite=not require_unit_norm)  # else the norm check covers it
+    if z1.dim() != 2:
+        raise ValueError(f"z1 must have shape (B, d), got shape {tuple(z1.shape)}")
+    if z2.shape != z1.shape:
+        raise ValueError(f"z2 must have the shape of z1, (B, d); got z1 {tuple(z1.shape)}, z2 {tuple(z2.shape)}")
+    if z1.shape[0] == 0:
+        raise ValueError("empty batch: z1 has B = 0 rows; in-batch InfoNCE needs at least two pairs")
+
+
+def _dtype(z1, z2, accumulate):
+    if accumulate is not None:
+        return accumulate
+    return torch.promote_types(torch.promote_types(z1.dtype, z2.dtype), torch.float32)
+
+
+def _check_options(variant, reduction, chunk_size, require_unit_norm, gather):
+    check_choice(variant, "variant", VARIANTS)
+    check_choice(reduction, "reduction", REDUCTIONS)
+    check_bool(require_unit_norm, "require_unit_norm")
+    check_bool(gather, "gather")
+    return check_chunk_size(chunk_size)
+
+
+@without_autocast
+def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduction="mean", chunk_size=None,
+                      require_unit_norm=True, accumulate=None, gather=False, group=None):
+    """In-batch InfoNCE over the logits ``z1 z2^T / tau`` (CLIP's loss; ``symmetric=True``: both
+    directions averaged, as CLIP does).
+
+    Row ``i`` is an anchor ``z1_i`` with positive ``z2_i`` and the other candidates ``z2_j``,
+    ``j != i``, as negatives (``B - 1`` of them, or ``W B - 1`` with ``gather=True`` over ``W``
+    processes): ``l_i = -s_ii / tau + log sum_j e^{s_ij / tau}`` (standard; the sum over all
+    candidates, the positive included) or the same sum over ``j != i`` (decoupled). With
+    ``symmetric=True`` the loss of pair ``i`` is ``(l_i + l'_i) / 2``, where ``l'_i`` is the same
+    loss with ``z2_i`` as anchor against the candidates ``z1_j``.
+
+    Args:
+        z1, z2: (B, d) embeddings of the two sides of B positive pairs (images and texts, or two
+            views), on the unit sphere (cosine similarities; normalise first).
+        tau: temperature, finite and > 0 (float, or 0-d tensor for a learnable temperature: CLIP
+            learns ``1/tau`` as ``logit_scale.exp()``; pass ``1 / logit_scale.exp()``).
+        symmetric: average both directions (CLIP) instead of the rows alone.
+        variant: ``"standard"`` (the positive in the denominator: cross-entropy over the row) or
+            ``"decoupled"`` (left out).
+        reduction: ``"mean"`` (CLIP's value), ``"sum"`` or ``"none"`` ((B,), one loss per pair).
+        chunk_size, require_unit_norm, accumulate: as in :func:`infonce_book.losses.info_nce`
+            (the candidates are the negatives; ``chunk_size`` bounds the held logits to
+            ``B x chunk_size``).
+        gather: score the candidates of every process of ``group`` (``torch.distributed``, with
+            gradients back to their owners; :func:`infonce_book.losses.gather_with_grad`); the
+            local rows are the anchors. Every process must call it alike.
+        group: the process group for ``gather`` (``None``: the default group).
+    Returns:
+        Loss in nats (a scalar for "mean"/"sum", (B,) for "none"), dtype as in
+        :func:`infonce_book.losses.info_nce`. All similarities equal: ``log B`` per row (standard)
+        and ``log(B - 1)`` (decoupled); with ``gather``, ``log(W B)`` and ``log(W B - 1)``.
+        Differentiable in ``z1``, ``z2`` and a tensor ``tau``, to any order.
+    Raises:
+        TypeError: non-tensor or integer inputs, non-bool flags. ValueError: tau not in (0, inf);
+        shapes not (B, d) alike (both named); fewer than 2 candidates in all (no negative:
+        ``B = 1``); NaN/inf entries; rows not of unit norm; unknown variant, reduction or
+        accumulate dtype. OverflowError: ``1/tau`` or the loss beyond the accumulation dtype.
+        RuntimeError: ``gather=True`` without an initialised process group.
+    Source: Radford et al. (2021), "Learning transferable visual models from natural language
+    supervision", Figure 3 (symmetric cross-entropy over ``I_e T_e^T * exp(t)``); decoupled
+    variant: Yeh et al. (2022).
+
+    Examples:
+        >>> import torch
+        >>> z = torch.nn.functional.normalize(torch.ones(4, 3), dim=-1)  # all similarities equal
+        >>> round(float(info_nce_in_batch(z, z, 0.1)), 6)  # log B
+        1.386294
+        >>> round(float(info_nce_in_batch(z, z, 0.1, variant="decoupled")), 6)  # log(B - 1)
+        1.098612
+    """
+    chunk_size = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
+    check_bool(symmetric, "symmetric")
+    _validate_pairs(z1, z2, require_unit_norm)
+    accumulate = check_accumulate(accumulate, z1.device)
+    tau_value, tau_tensor = split_tau(tau)
+    B = z1.shape[0]
+    if gather:
+        c1, c2 = gather_with_grad(z1, group), gather_with_grad(z2, group)
+        offset = local_offset(B, group)
+    else:
+        c1, c2, offset = z1, z2, 0
+    if c2.shape[0] < 2:
+        raise ValueError(f"in-batch InfoNCE needs at least 2 pairs in all (B - 1 >= 1 negatives per row), "
+                         f"got B = {c2.shape[0]}")
+    dtype = _dtype(z1, z2, accumulate)
+    include_positive = variant == "standard"
+    exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
+    # Checked on the gathered candidates, so that every process raises alike.
+    unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm else ()
+    if not symmetric:
+        return embedding_loss(z1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype, reduction,
+                              unit_norm, exclude=exclude)
+    rows = embedding_loss(z1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
+                          unit_norm, exclude=exclude)
+    columns = embedding_loss(z2, z1, c1, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
+                             exclude=exclude)
+    pairs = rows * 0.5 + columns * 0.5  # (each half first: the sum of two finite rows may overflow)
+    return finite_loss(pairs, reduction, dtype, tau_value)
+
+
+@without_autocast
+def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=None, require_unit_norm=True,
+            accumulate=None, gather=False, group=None):
+    """SimCLR's NT-Xent loss over the ``2B`` views of ``B`` pairs.
+
+    The views are ``v = (z1_1, ..., z1_B, z2_1, ..., z2_B)``. View ``i``'s positive is its pair
+    (``i + B`` or ``i - B``) and its negatives are the other ``2B - 2`` views, itself excluded
+    (``2 W B - 2`` with ``gather=True`` over ``W`` processes):
+    ``l_i = -s_{i,pos}/tau + log sum_{j != i} e^{s_ij / tau}`` (standard: the positive in the
+    sum) or the same sum over ``j`` neither ``i`` nor its positive (decoupled).
+
+    Args:
+        z1, z2: (B, d) embeddings of the two views of B examples, on the unit sphere (SimCLR's
+            cosine similarity; normalise first).
+        tau: temperature, finite and > 0 (float or 0-d tensor).
+        variant: ``"standard"`` (SimCLR) or ``"decoupled"`` (the positive left out, Yeh et al.
+            2022).
+        reduction: ``"mean"`` (SimCLR's ``1/(2N) sum_k [l(2k-1, 2k) + l(2k, 2k-1)]``), ``"sum"``
+            or ``"none"`` ((2B,), the views of ``z1`` first, then those of ``z2``).
+        chunk_size, require_unit_norm, accumulate: as in :func:`infonce_book.losses.info_nce`
+            (the 2B views are the candidates; ``chunk_size`` bounds the held logits to
+            ``2B x chunk_size``).
+        gather, group: as in :func:`info_nce_in_batch` (the local 2B views are the anchors,
+            the views of every process the candidates).
+    Returns:
+        Loss in nats (a scalar for "mean"/"sum", (2B,) for "none"). All similarities equal:
+        ``log(2B - 1)`` per view (standard) and ``log(2B - 2)`` (decoupled). Differentiable in
+        ``z1``, ``z2`` and a tensor ``tau``, to any order.
+    Raises:
+        TypeError: non-tensor or integer inputs, non-bool flags. ValueError: tau not in (0, inf);
+        shapes not (B, d) alike (both named); fewer than 2 pairs in all (``B = 1``: no
+        negative); NaN/inf entries; rows not of unit norm; unknown variant, reduction or
+        accumulate dtype. OverflowError: ``1/tau`` or the loss beyond the accumulation dtype.
+        RuntimeError: ``gather=True`` without an initialised process group.
+    Source: Chen et al. (2020), "A simple framework for contrastive learning of visual
+    representations", eq. 1 and Algorithm 1; decoupled variant: Yeh et al. (2022).
+
+    Examples:
+        >>> import torch
+        >>> z = torch.nn.functional.normalize(torch.ones(3, 2), dim=-1)  # all similarities equal
+        >>> round(float(nt_xent(z, z, 0.5)), 6)  # log(2B - 1), B = 3
+        1.609438
+    """
+    chunk_size = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
+    _validate_pairs(z1, z2, require_unit_norm)
+    accumulate = check_accumulate(accumulate, z1.device)
+    tau_value, tau_tensor = split_tau(tau)
+    B = z1.shape[0]
+    views = torch.cat([z1, z2])
+    pairs = torch.cat([z2, z1])
+    if gather:
+        candidates = gather_with_grad(views, group)
+        offset = local_offset(2 * B, group)
+    else:
+        candidates, offset = views, 0
+    if candidates.shape[0] < 4:
+        raise ValueError(f"nt_xent needs at least 2 pairs in all (2B - 2 >= 1 negatives per view), "
+                         f"got B = {candidates.shape[0] // 2}")
+    dtype = _dtype(z1, z2, accumulate)
+    own = torch.arange(2 * B, device=z1.device)
+    exclude = torch.stack([own + offset, (own + B) % (2 * B) + offset], dim=-1)  # itself and its positive
+    # Checked on the gathered candidates, so that every process raises alike.
+    unit_norm = ()
+    if require_unit_norm:
+        unit_norm = ((candidates, "z1 and z2 (gathered)"),) if gather else ((z1, "z1"), (z2, "z2"))
+    return embedding_loss(views, pairs, candidates, tau_value, tau_tensor, variant == "standard", chunk_size,
+                          dtype, reduction, unit_norm, exclude=exclude)
