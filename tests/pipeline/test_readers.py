@@ -183,7 +183,11 @@ def test_repository_url_is_written_in_one_place_and_launch_buttons_use_it():
 @pytest.mark.book
 def test_rendered_pages_carry_version_rerun_box_downloads_launch_buttons_and_back_matter(smoke_book):
     html, meta_url = smoke_book.html, CONFIG["repository"]["url"]
-    chapters = list(pipeline.chapters(ROOT))
+    executed = list(pipeline.chapters(ROOT))
+    chapters = [s for s in executed if f"book/{s}" not in pipeline.back_matter(ROOT)]
+    assert "robustness" in executed and "robustness" not in chapters  # back matter: no rerun box, no citation
+    robustness = unescape(re.sub(r"<[^>]+>", "", (html / "book" / "robustness.html").read_text()))
+    assert "Rerun this chapter" not in robustness
     for stem in chapters:
         page = (html / "book" / f"{stem}.html").read_text()
         text = unescape(re.sub(r"<[^>]+>", "", page))  # what the reader sees (code is highlighted)
@@ -211,7 +215,7 @@ def test_rendered_pages_carry_version_rerun_box_downloads_launch_buttons_and_bac
     for r in records:
         assert r["id"] in appendix
     timings = json.loads((smoke_book.build / "timings.json").read_text())["smoke"]
-    assert set(timings) == set(chapters)
+    assert set(timings) == set(executed)
     assert "torch" in appendix and "jupyter-book" in appendix and "sphinx-proof" in appendix
     if not list((ROOT / "benchmarks" / "results").glob("*/results.md")):
         assert "No benchmark results were found" in appendix

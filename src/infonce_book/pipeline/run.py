@@ -97,6 +97,13 @@ def chapters(root: Path | None = None) -> dict[str, Path]:
     return out
 
 
+def back_matter(root: Path | None = None) -> set[str]:
+    """The toc files (``book/<name>``) of the "Back matter" part: pages, not chapters (no rerun
+    box, no citation entry), even when one of them executes code."""
+    return {file for file, caption in toc_pages(root or project_root())
+            if caption.strip().lower() == BACK_MATTER}
+
+
 def resolve_chapter(name: str, root: Path | None = None) -> tuple[str, Path]:
     """Accept ``c1_rate``, ``book/c1_rate`` or ``book/c1_rate.md``; raise if unknown."""
     known = chapters(root)
@@ -307,12 +314,12 @@ def _assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", de
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
     commit = git_commit(root)
     timings = load_timings(build_dir)
-    back_matter = {file for file, caption in toc_pages(root) if caption.strip().lower() == BACK_MATTER}
+    not_chapters = back_matter(root)
     for stem, src in exec_chapters.items():
         rel = src.relative_to(root)
         (site / rel).unlink()
         nb = nbformat.read(build_dir / "notebooks" / f"{stem}.ipynb", as_version=4)
-        if str(rel.with_suffix("")) not in back_matter:
+        if str(rel.with_suffix("")) not in not_chapters:
             md_copy = site / rel.parent / "_md" / rel.name
             md_copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, md_copy)
