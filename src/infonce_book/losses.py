@@ -556,7 +556,10 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
     # The weighted sum of negatives that the anchor's (and tau's) gradient needs is accumulated in
     # the forward pass, when a backward pass through them can follow.
     want_pn = torch.is_grad_enabled() and (anchor.requires_grad or tau_tensor is not None)
-    lse = _InfoNCEFromEmbeddings.apply(anchor, positive, negatives, tau_tensor, tau_value,
-                                       variant == "standard", _chunk_bounds(k, chunk_size), dtype, want_pn,
-                                       require_unit_norm)
+    # Under torch.autocast the loss still runs in `dtype` (as autocast runs cross_entropy in
+    # float32): autocast would turn its matrix multiplies into bfloat16/float16 ones.
+    with torch.autocast(anchor.device.type, enabled=False):
+        lse = _InfoNCEFromEmbeddings.apply(anchor, positive, negatives, tau_tensor, tau_value,
+                                           variant == "standard", _chunk_bounds(k, chunk_size), dtype,
+                                           want_pn, require_unit_norm)
     return _reduce(lse, reduction)
