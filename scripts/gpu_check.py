@@ -493,7 +493,8 @@ def _install_stubs() -> None:
         display = types.ModuleType("IPython.display")
         display.Math = display.Markdown = display.HTML = display.Latex = Rich
         display.display = lambda *objs, **kwargs: None
-        ipython.display, ipython.get_ipython = display, lambda: None
+        # libraries that look for IPython (matplotlib does) find no running shell
+        ipython.display, ipython.get_ipython, ipython.version_info = display, lambda: None, (0, 0, 0, "stub")
         sys.modules.update({"IPython": ipython, "IPython.display": display})
 
 

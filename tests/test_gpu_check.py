@@ -166,6 +166,9 @@ ledger.record(claim="C0", id="seed", quantity="seed", predicted=seed, measured=s
               ci_high=seed, params={})
 glue("answer", 42, display=False)
 Math("x")
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots()  # matplotlib looks into sys.modules["IPython"] when a figure is made
+ax.plot([0, 1])
 ```
 """)
     blocked = "papermill", "nbclient", "IPython", "myst_nb", "ipykernel"
