@@ -624,7 +624,9 @@ class Run:
         return self.deadline - time.monotonic()
 
     def budget(self, stage: str) -> float:
-        return min(STAGE_BUDGET_S.get(stage, 1e9), self.left())
+        """The stage's budget, scaled with the run's (a rehearsal on a shared CPU gets more time)."""
+        scale = max(1.0, self.args.budget / DEVICE_BUDGET_S)
+        return min(STAGE_BUDGET_S.get(stage, 1e9) * scale, self.left())
 
     def record(self, name: str, result: dict, note: str = "") -> dict:
         entry = {"name": name, **result}
@@ -1085,7 +1087,9 @@ def main(argv=None) -> int:
     r.add_argument("--bench-args", default=None, help="benchmark options instead of the default grid")
     r.add_argument("--test-files", nargs="*", default=None, help=argparse.SUPPRESS)
     rh = sub.add_parser("rehearse", help="the same route on a CPU machine, offline (--rehearse)")
-    common(rh, "smoke", "cpu", 1200)
+    # The rehearsal's budget only guards against a hang: on a busy shared CPU the smoke profile can
+    # take several times its quiet-machine time. Stage budgets scale with it.
+    common(rh, "smoke", "cpu", 2400)
     rh.add_argument("--wheels", default=None, help="use these wheels (for this interpreter) instead of "
                                                    "rebuilding them from the environment's installed copies")
     w = sub.add_parser("wheels", help="download the carried wheels (make gpu-wheels)")
