@@ -14,14 +14,16 @@ TORCH ?= cpu
 TORCH_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: book test smoke chapter install browser-deps clean help
+.PHONY: book test smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help
 
 help:
 	@echo "make book   - execute every chapter (profile=$(PROFILE)) and build _build/html"
 	@echo "make test   - lint (ruff) and run the whole test suite (includes a smoke build of the book)"
 	@echo "make smoke  - build the book at the smoke profile (minutes on 2 cores)"
 	@echo "make chapter CHAPTER=c1_rate - execute one chapter (profile=$(PROFILE), device=$(DEVICE), seed=$(SEED))"
-	@echo "make browser-deps - install Debian's chromium for tests/test_browser.py (needs root and apt-get)"
+	@echo "make browser-deps - install Debian's chromium for tests/pipeline/test_browser.py (needs root and apt-get)"
+	@echo "make gpu-wheels - download into .gpu-wheels/ the wheels an offline GPU machine lacks (README: Running on a GPU)"
+	@echo "make gpu-check-rehearse - the offline GPU check on this CPU, with no download (smoke profile)"
 	@echo "make clean  - remove _build"
 
 $(BIN)/python:
@@ -52,14 +54,26 @@ chapter: $(VENV)/.installed
 	@test -n "$(CHAPTER)" || { echo "usage: make chapter CHAPTER=<name> [PROFILE=standard DEVICE=auto SEED=0]; chapters:"; $(BIN)/infonce-book chapters; exit 2; }
 	$(BIN)/infonce-book run $(CHAPTER) --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
 
-# The browser test (tests/test_browser.py) drives Debian's chromium with Playwright; it is
+# The browser test (tests/pipeline/test_browser.py) drives Debian's chromium with Playwright; it is
 # skipped, saying why, when no chromium is found. This installs it where apt-get can.
 browser-deps:
 	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \
 	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	    || echo "warning: could not install chromium; tests/test_browser.py will be skipped"; \
-	else echo "warning: chromium not found and apt-get unavailable (or not root); tests/test_browser.py will be skipped"; fi
+	    || echo "warning: could not install chromium; tests/pipeline/test_browser.py will be skipped"; \
+	else echo "warning: chromium not found and apt-get unavailable (or not root); tests/pipeline/test_browser.py will be skipped"; fi
+
+# The offline GPU machine (README "Running on a GPU") runs `bash scripts/gpu_check.sh` with its own
+# python3; what that lacks travels as wheels in .gpu-wheels/ (ignored by git), downloaded here for
+# its interpreter (CPython $(GPU_PYTHON), x86-64 Linux) at the versions installed in .venv.
+GPU_PYTHON ?= 3.12
+gpu-wheels: $(VENV)/.installed
+	@$(BIN)/python -c "import info_nce" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[bench]"
+	$(BIN)/python scripts/gpu_check.py wheels --python-version $(GPU_PYTHON) --dest .gpu-wheels
+
+# The same route on this CPU machine with no registry: smoke profile, --device cpu.
+gpu-check-rehearse: $(VENV)/.installed
+	PIP_NO_INDEX=1 bash scripts/gpu_check.sh --rehearse
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check src tests

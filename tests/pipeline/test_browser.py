@@ -1,6 +1,6 @@
 """The rendered book in a real browser: Debian's chromium driven by Playwright.
 
-Serves the smoke build (the session's ``smoke_book``, shared with tests/test_pipeline.py) over a
+Serves the smoke build (the session's ``smoke_book``, shared with tests/pipeline/test_pipeline.py) over a
 local HTTP server, opens every page and checks what a reader would notice: console errors, failed
 or external requests (the book must work offline: MathJax is vendored), formulas that MathJax did
 not typeset or typeset with an error (display math inside theorem and proof directives included,

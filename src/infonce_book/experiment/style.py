@@ -9,7 +9,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import seaborn as sns
 from IPython import get_ipython
-from matplotlib_inline.backend_inline import set_matplotlib_formats
 from myst_nb import glue
 
 PALETTE = "colorblind"
@@ -27,6 +26,8 @@ def glue_figure(name: str, fig) -> None:
     notebook does not display it a second time at the end of the cell."""
     ip = get_ipython()
     if ip is not None:  # make sure the kernel renders figures as PNG (inline backend)
+        from matplotlib_inline.backend_inline import set_matplotlib_formats  # optional: kernels only
+
         set_matplotlib_formats("png")
     glue(name, fig, display=False)
     plt.close(fig)

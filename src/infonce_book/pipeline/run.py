@@ -137,6 +137,27 @@ def _hide_parameter_cells(nb) -> None:
             cell.metadata["tags"] = sorted(set(tags) | {"remove-cell"})
 
 
+def _own_kernel_manager():
+    """A kernel manager class whose kernel is this interpreter (``sys.executable -m ipykernel_launcher``).
+
+    Whatever kernelspecs are installed: none where ipykernel came as carried wheels (an offline GPU
+    machine), or a user's ``python3`` spec that names another interpreter. The chapter then always
+    runs with the packages (torch build included) of the Python that runs the pipeline.
+    """
+    from ipykernel.kernelspec import RESOURCES, get_kernel_dict  # heavy: only when a chapter runs
+    from jupyter_client import AsyncKernelManager  # heavy: only when a chapter runs
+    from jupyter_client.kernelspec import KernelSpec  # heavy: only when a chapter runs
+
+    class OwnInterpreterKernelManager(AsyncKernelManager):
+        @property
+        def kernel_spec(self):
+            if self._kernel_spec is None:
+                self._kernel_spec = KernelSpec(resource_dir=RESOURCES, **get_kernel_dict())
+            return self._kernel_spec
+
+    return OwnInterpreterKernelManager
+
+
 def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", seed: int = 0,
                 build_dir: Path | None = None, force: bool = False, root: Path | None = None,
                 log=print) -> RunResult:
@@ -187,6 +208,7 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
             pm.execute_notebook(str(in_path), str(exec_path), parameters=params, kernel_name="python3",
                                 cwd=str(source.parent), progress_bar=sys.stderr.isatty(),
                                 log_output=False, request_save_on_cell_execute=False,
+                                kernel_manager_class=_own_kernel_manager(),
                                 # the kernel's own log (TCP notice, shutdown chatter) is noise
                                 # here; cell errors still fail the run, naming the cell.
                                 extra_arguments=["--IPKernelApp.log_level=CRITICAL"])

@@ -1,6 +1,6 @@
 """A small Sphinx extension for the rendered book (listed in ``_config.yml`` ``extra_extensions``).
 
-Fixes two things a reader's browser shows (tests/test_browser.py found both):
+Fixes two things a reader's browser shows (tests/pipeline/test_browser.py found both):
 
 * MathJax on every page. Sphinx loads MathJax only on pages whose own text has math, but the
   navigation sidebar of every page shows chapter titles with math ("The limit and its $O(1/k)$
