@@ -426,7 +426,7 @@ def _t_estimate(values) -> Estimate:
     return Estimate.from_samples(values, 0.95, t=True, method="seeds")
 
 
-def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict) -> dict:
+def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict, sphere: str = "vmf") -> dict:
     """Ledger records of claim C6 (each one-sided; the rule is in ``params``):
 
     * ``C6-bound-holds-<model>`` and ``C6-sharp-holds-<model>``: the smallest (bound - upper end
@@ -442,7 +442,8 @@ def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict) -> di
       difference slack(largest k) - slack(k = 16) is not above 0 beyond its 95% interval
       (Welch-type, seeds of both cells).
 
-    Returns numbers for the page (worst slacks, headline values).
+    ``sphere`` names the rows of the vMF model (the headline cell's model). Returns numbers for
+    the page (worst slacks, headline values).
     """
     out = {}
     q = normal_quantile(0.95)
@@ -471,7 +472,7 @@ def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict) -> di
                           params={"model": model_name, "cells": len(pb), "rule": "one-sided: measured >= predicted"})
             out[f"{model_name}_pb_worst_slack"] = worst
     n, k, tau = headline["n"], headline["k"], headline["tau"]
-    head = grid[(grid.model == "vmf") & (grid.n == n) & (grid.k == k) & np.isclose(grid.tau, tau)]
+    head = grid[(grid.model == sphere) & (grid.n == n) & (grid.k == k) & np.isclose(grid.tau, tau)]
     if len(head) >= 2:
         est = _t_estimate(head.sharp_bound)
         ledger.record(claim="C6", id=f"C6-sharp-nonvacuous-n{n}-k{k}",
@@ -494,7 +495,7 @@ def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict) -> di
                    head_seeds=len(head), head_trivial=2.0 / tau,
                    head_complexity_ratio=float(head.old_complexity.mean() / head.sharp_complexity.mean()),
                    head_pb_bias_share=float(head.sharp_search_bias.mean() / slack.mean))
-    vmf = grid[(grid.model == "vmf") & grid.pb_bound.notna()] if "pb_bound" in grid else grid.iloc[:0]
+    vmf = grid[grid.pb_bound.notna()] if "pb_bound" in grid else grid.iloc[:0]
     ks = sorted(vmf.k.unique())
     if 16 in ks and ks[-1] > 16:
         for (t, nn), sub in vmf.groupby(["tau", "n"]):
@@ -620,10 +621,11 @@ def exercise_numbers(model, tau_star: float, tau_other: float, k: int = 16, radi
 # Tables and figures
 
 
-def headline_table(summary: pd.DataFrame, headline: dict) -> pd.DataFrame:
-    """The terms of the old and the sharp bound side by side at the headline cell (seed means)."""
+def headline_table(summary: pd.DataFrame, headline: dict, sphere: str = "vmf") -> pd.DataFrame:
+    """The terms of the old and the sharp bound side by side at the headline cell (seed means) of
+    the model named ``sphere``."""
     n, k, tau = headline["n"], headline["k"], headline["tau"]
-    r = summary[(summary.model == "vmf") & (summary.n == n) & (summary.k == k) & np.isclose(summary.tau, tau)]
+    r = summary[(summary.model == sphere) & (summary.n == n) & (summary.k == k) & np.isclose(summary.tau, tau)]
     if not len(r):
         return pd.DataFrame()
     r = r.iloc[0]
