@@ -479,6 +479,9 @@ def ledger_rademacher(ledger, table: pd.DataFrame, tau: float) -> dict:
                       predicted=1.0, measured=Estimate.exact(worst), passed=worst <= 1.0,
                       params={"configs": len(table), "tau": tau, "rule": "one-sided: measured <= predicted"})
         out[f"bound_ratio_{form}"] = worst
+        out[f"bound_gap_{form}"] = 1.0 / worst
+    covering = table[["bound_avg", "bound_max", "bound_embedding"]].min(axis=1)
+    out["vector_advantage"] = float((covering / table.bound_vector).min())
     return out
 
 
@@ -716,7 +719,7 @@ def fig_rademacher_sweeps(table, tau: float, n_fit: tuple | None = None):
             slope, intercept = n_fit
             ax.plot(xs, np.exp(intercept) * xs ** slope.mean, "-", color="C3", lw=1,
                     label=f"fit: slope {slope.mean:.2f}")
-        ax.set_xscale("log")
+        ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
         ax.set_title(f"against {sweep}, tau = {tau:g}")
