@@ -460,6 +460,8 @@ def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict, spher
                           params={"model": model_name, "cells": len(sub), "delta": delta,
                                   "rule": "one-sided: measured >= predicted"})
             out[f"{model_name}_{name}_worst_slack"] = worst
+        out[f"{model_name}_sharp_min"] = float(sub.sharp_bound.min())
+        out[f"{model_name}_sharp_min_trivial"] = float(sub.trivial[sub.sharp_bound.idxmin()])
         out[f"{model_name}_cells"] = len(sub)
         out[f"{model_name}_old_median_bound"] = float(sub.old_bound.median())
         out[f"{model_name}_median_observed"] = float(sub.search_ce.median())
@@ -494,9 +496,14 @@ def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict, spher
                    head_pb_slack_low=slack.ci_low, head_pb_slack_high=slack.ci_high, head_sharp_slack=sharp_slack.mean,
                    head_seeds=len(head), head_trivial=2.0 / tau,
                    head_complexity_ratio=float(head.old_complexity.mean() / head.sharp_complexity.mean()),
-                   head_pb_bias_share=float(head.sharp_search_bias.mean() / slack.mean))
+                   head_pb_bias_share=float(head.sharp_search_bias.mean() / slack.mean),
+                   head_pb_bias=float(head.sharp_search_bias.mean()),
+                   head_pb_kl_step=float((head.pb_risk_upper - head.pb_emp_upper).mean()),
+                   head_pb_mc_step=float((head.pb_emp_upper - head.pb_emp_risk).mean()),
+                   head_pb_rest=float((head.pb_emp_risk - np.log(k) - head.pb_measured).mean()))
     vmf = grid[grid.pb_bound.notna()] if "pb_bound" in grid else grid.iloc[:0]
     ks = sorted(vmf.k.unique())
+    out["k_uniform_records"] = 0
     if 16 in ks and ks[-1] > 16:
         for (t, nn), sub in vmf.groupby(["tau", "n"]):
             a = sub[sub.k == 16]
@@ -513,6 +520,7 @@ def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict, spher
                           params={"tau": float(t), "n": int(nn), "ks": [16, int(ks[-1])],
                                   "rule": "one-sided: ci_low <= predicted (not larger beyond the interval)"})
             out[f"k_uniform_diff_tau{t:g}_n{int(nn)}".replace(".", "p")] = diff
+            out["k_uniform_records"] += 1
     return out
 
 
