@@ -113,6 +113,8 @@ def test_a_training_cell_gives_consistent_terms_and_certified_bounds():
     # every bound lies above the measured value it bounds, and below nothing it should not
     assert r.sharp_bound >= r.search_ce and r.pb_bound >= r.pb_measured
     assert r.pb_emp_upper >= r.pb_emp_risk and r.pb_risk_upper >= r.pb_emp_upper
+    # the certificate is the PAC-Bayes bound on the risk of Q, minus log k, plus the search bias
+    assert r.pb_bound == pytest.approx(r.pb_risk_upper - math.log(k) + r.sharp_search_bias, rel=1e-12)
     assert r.pb_kl >= 0 and r.pb_post_scale <= r.pb_prior_scale and r.pb_prior_scale in chapter.PRIOR_SCALES
     assert r.trivial == 2 * beta
 
@@ -136,7 +138,8 @@ def _synthetic_grid(violate=False):
                          "old_search_bias": 8.4, "sharp_bound": 1.5 + 0.01 * seed, "sharp_search_bias": 0.3,
                          "old_complexity": 92.0, "sharp_complexity": 1.4,
                          "pb_bound": (-0.6 if violate and seed == 0 else 0.25) - 0.1 * (k == 256),
-                         "pb_measured": -0.44 + 0.01 * seed, "pb_measured_se": 0.002})
+                         "pb_measured": -0.44 + 0.01 * seed, "pb_measured_se": 0.002, "trivial": 4.0,
+                         "pb_risk_upper": 2.7, "pb_emp_upper": 2.4, "pb_emp_risk": 2.38})
     return pd.DataFrame(rows)
 
 
@@ -149,6 +152,11 @@ def test_ledger_rules_pass_and_fail_as_documented(tmp_path):
     assert rec["C6-pac-bayes-slack-n2048-k16"].measured == pytest.approx(0.25 + 0.44 - 0.01, abs=1e-12)
     assert "C6-pac-bayes-k-uniform-tau0.5-n2048" in rec
     assert out["head_sharp"] == pytest.approx(1.51)
+    # the slack decomposes exactly: bias + kl step + Monte Carlo step + rest
+    parts = out["head_pb_bias"] + out["head_pb_kl_step"] + out["head_pb_mc_step"] + out["head_pb_rest"]
+    assert out["head_pb_kl_step"] == pytest.approx(0.3) and out["head_pb_mc_step"] == pytest.approx(0.02)
+    assert out["k_uniform_records"] == 1 and out["vmf_sharp_min"] == pytest.approx(1.5)
+    assert math.isfinite(parts)
     ledger2 = Ledger(chapter="test2", profile="smoke", device="cpu", seed=0)
     chapter.ledger_bound(ledger2, _synthetic_grid(violate=True), delta=0.05, headline={"n": 2048, "k": 16, "tau": 0.5})
     rec2 = {r.id: r for r in ledger2.records}

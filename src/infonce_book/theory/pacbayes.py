@@ -52,16 +52,16 @@ def kl_bernoulli(q: float, p: float) -> float:
         True
     """
     q, p = _check_unit(q, "q"), _check_unit(p, "p")
-    if q in (0.0, 1.0) or p in (0.0, 1.0):
+    h = p - q
+    if q in (0.0, 1.0) or p in (0.0, 1.0) or abs(h) >= 0.01 * min(q, 1.0 - q):
         out = 0.0
         if q > 0.0:
             out += math.inf if p == 0.0 else q * math.log(q / p)
         if q < 1.0:
             out += math.inf if p == 1.0 else (1.0 - q) * (math.log1p(-q) - math.log1p(-p))
         return out
-    # kl = q phi(h/q) + (1-q) phi(-h/(1-q)) with h = p - q and phi(x) = x - log(1 + x) >= 0:
+    # p close to q: kl = q phi(h/q) + (1-q) phi(-h/(1-q)) with phi(x) = x - log(1 + x) >= 0 (series):
     # the two first-order terms cancel exactly, so small differences p - q keep their accuracy.
-    h = p - q
     return q * _x_minus_log1p(h / q) + (1.0 - q) * _x_minus_log1p(-h / (1.0 - q))
 
 
