@@ -1,11 +1,15 @@
-"""Chapter 4 (c4_continuity): the predictions and runners of the page."""
+"""Chapter 4 (c4_continuity): the predictions, runners and ledger rules of the page."""
 
 import math
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from infonce_book.chapters import c4_continuity as chapter
+from infonce_book.experiment.ledger import Ledger
 from infonce_book.models import GaussianModel, StudentTModel
+from infonce_book.theory.bounds import max_negative_weight
 
 
 def test_expected_norms_match_closed_forms():
@@ -23,3 +27,43 @@ def test_sparse_ratio_limit_hand_value():
     beta, eps = 2.0, 1e-3
     expected = math.exp(beta) * math.sinh(beta) / beta * beta * eps / (1 - math.exp(-beta * eps))
     assert chapter.sparse_average_ratio_limit(0.5, eps) == pytest.approx(expected, rel=1e-14)
+
+
+def test_complexity_table_closed_forms():
+    table = chapter.complexity_table([0.5, 1.0], [4, 16, 256], n=2048, radius=0.5, dim=3)
+    for _, r in table.iterrows():
+        beta, k = 1 / r.tau, int(r.k)
+        kp = k * math.exp(2 * beta) / (math.exp(2 * beta) + k)
+        omega = min(1.0, kp)
+        assert r.lambda_star == pytest.approx(4 * beta * 2.0 * omega, rel=1e-14)  # L = 2 for r = 1/2
+        assert r.lambda_avg == pytest.approx(beta * 4 + beta * math.exp(2 * beta) * k / (k + 1) * 4, rel=1e-13)
+        assert r.vector == pytest.approx(math.sqrt(2) * beta * (3 + math.sqrt(kp)) * 1.0 * math.sqrt(3 / 2048),
+                                         rel=1e-13)
+        assert r.vector_factor == pytest.approx(3 + math.sqrt(kp), rel=1e-14) and r.vector_factor < 3 + math.exp(beta)
+        assert r.covering_star / r.covering_avg == pytest.approx(r.lambda_star / r.lambda_avg, rel=1e-12)
+    glued = chapter.complexity_glue(table)
+    assert glued["ratio_tau0p5_k16"] == pytest.approx(
+        float(table.covering_avg[1] / min(table.covering_star[1], table.vector[1])), rel=1e-14)
+
+
+def test_embedding_segments_hold_and_attain_the_weight_bound():
+    table = chapter.embedding_segments.uncached(ks=[1, 3, 40], betas=[0.3, 2.0], n_pairs=300, dim=3, seed=1)
+    assert len(table) == 2 * 3 + 2 * 2  # the decoupled variant skips k = 1
+    assert (table.worst <= 1.0).all()
+    assert np.allclose(table.weight_ratio, 1.0, atol=1e-12)
+    ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
+    out = chapter.ledger_segments(ledger, table)
+    assert all(r.passed for r in ledger.records) and out["segments_pairs"] == 300 * len(table)
+    bad = table.assign(worst=table.worst.where(table.variant != "standard", 1.5))
+    ledger2 = Ledger(chapter="test2", profile="smoke", device="cpu", seed=0)
+    chapter.ledger_segments(ledger2, bad)
+    assert not {r.id: r for r in ledger2.records}["C4-embedding-holds-standard"].passed
+
+
+def test_exercise_numbers_and_radius_glue():
+    nums = chapter.exercise_numbers(GaussianModel(8, 0.8), 1.0, k=16)
+    kp = 16 * max_negative_weight(16, 0.5)
+    assert nums["scaling_ratio"] == pytest.approx(math.sqrt(3 * (5 + kp)) / (3 + math.sqrt(kp)), rel=1e-14)
+    assert nums["dv_bound"] == pytest.approx(chapter.expected_max_norm(GaussianModel(8, 0.8), 1) + 2.0, rel=1e-12)
+    glued = chapter.radius_glue(pd.DataFrame({"radius": [0.1, 0.2], "ratio": [1.0, 1.1]}))
+    assert glued["spread"] == pytest.approx(1.1) and "r = 0.2" in glued["ratios"]

@@ -66,3 +66,14 @@ def test_loss_range_width_symbolic():
     assert f(2.0, 3) == pytest.approx(loss_range(3, 0.5), rel=1e-12)
     g = sp.lambdify((symbolic.beta, symbolic.k), dwidth)
     assert all(g(b, kk) > 0 for b in (0.1, 1.0, 5.0) for kk in (1, 10, 1000))
+
+
+def test_theorem1_terms_with_a_search_bias_value():
+    t = theorem1_terms(train_risk=3.0, k=16, n=1000, tau=1.0, delta=0.05, rademacher=0.1, search_bias=0.3)
+    assert t["search_bias"] == 0.3 and t["bound_on"] == "E H(M_k, Q_k) - log k"
+    assert t["bound"] == pytest.approx(t["empirical_risk"] + 0.2 + t["confidence"] + 0.3, rel=1e-14)
+    with pytest.raises(ValueError, match="not both"):
+        theorem1_terms(train_risk=3.0, k=16, n=1000, tau=1.0, delta=0.05, rademacher=0.1, search_bias=0.3,
+                       search_constant=2.0)
+    with pytest.raises(ValueError, match="search_bias"):
+        theorem1_terms(train_risk=3.0, k=16, n=1000, tau=1.0, delta=0.05, rademacher=0.1, search_bias=-0.1)

@@ -1,5 +1,6 @@
-"""Chapter 4, ``book/c4_continuity.md``: a continuity bound that keeps the averaging (claim C4)
-and the Rademacher complexity that stabilises in k (claim C5).
+"""Chapter 4, ``book/c4_continuity.md``: continuity bounds that keep the averaging, in the
+similarities and in the embeddings (claim C4), the Lipschitz constants they give in the parameters
+and the Rademacher complexity of the loss class, by covering and by vector contraction (claim C5).
 
 Runners take the page's models and sizes and return tidy tables (cached by configuration);
 ``ledger_*`` turn tables into claims-ledger records (each documents its verdict rule); ``fig_*``
@@ -10,13 +11,17 @@ radius 0.5)`` on Euclidean data.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+from myst_nb import glue
 from scipy import integrate
+from scipy.special import logsumexp
 
 from ..experiment.cache import cached
 from ..experiment.setup import ChapterContext, setup_chapter
@@ -24,7 +29,15 @@ from ..learning.embeddings import BallLinear, BallMLP, NormalisedLinear, loss_pe
 from ..learning.rademacher import empirical_rademacher
 from ..losses import info_nce_from_similarities
 from ..models import from_params
-from ..theory.bounds import continuity_bound, loss_lipschitz_constant, rademacher_covering_bound
+from ..theory.bounds import (
+    continuity_bound,
+    embedding_lipschitz_constant,
+    loss_lipschitz_constant,
+    max_negative_weight,
+    rademacher_covering_bound,
+    tunable_lipschitz_constant,
+    vector_contraction_bound,
+)
 from ..theory.stats import Estimate, fit_loglog_slope, normal_quantile
 from ..utils.device import resolve_device
 from ..utils.progress import progress
@@ -36,25 +49,69 @@ SIZES = {
               "lip_ks": [1, 10, 100, 1000, 10000], "lip_tuples": 1000, "lip_max_elements": 1_000_000,
               "check_ks": [1, 16], "check_tuples": 100, "check_pairs": 3,
               "rad_ns": [32, 96, 256], "rad_ks": [1, 4, 32, 256], "rad_dims": [2, 4, 8], "rad_n": 128,
-              "rad_k": 16, "rad_sigma": 6, "rad_steps": 30, "rad_starts": 1},
+              "rad_k": 16, "rad_sigma": 6, "rad_steps": 30, "rad_starts": 1,
+              "seg_ks": [1, 4, 16, 64], "seg_betas": [0.25, 1.0, 2.0, 4.0], "seg_pairs": 2000,
+              "ex_radii": [0.05, 0.1, 0.2], "ex_n": 128, "ex_sigma": 6, "ex_steps": 30},
     "standard": {"c4_ks": [1, 10, 100, 1000, 10000, 100000], "c4_pairs": 100, "c4_max_elements": 1_000_000,
                  "lip_ks": [1, 10, 100, 1000, 10000, 100000], "lip_tuples": 4000,
                  "lip_max_elements": 5_000_000, "check_ks": [1, 16, 256], "check_tuples": 200,
                  "check_pairs": 5, "rad_ns": [32, 64, 128, 256, 512, 1024], "rad_ks": [1, 4, 16, 64, 256],
                  "rad_dims": [2, 3, 4, 6, 8], "rad_n": 256, "rad_k": 16, "rad_sigma": 10, "rad_steps": 40,
-                 "rad_starts": 1},
+                 "rad_starts": 1, "seg_ks": [1, 2, 4, 16, 64, 256], "seg_betas": [0.1, 0.25, 0.5, 1.0, 2.0, 4.0],
+                 "seg_pairs": 4000, "ex_radii": [0.05, 0.1, 0.2], "ex_n": 128, "ex_sigma": 8, "ex_steps": 40},
     "full": {"c4_ks": [1, 10, 100, 1000, 10000, 100000], "c4_pairs": 1000, "c4_max_elements": 20_000_000,
              "lip_ks": [1, 10, 100, 1000, 10000, 100000], "lip_tuples": 20000,
              "lip_max_elements": 200_000_000, "check_ks": [1, 16, 256, 4096], "check_tuples": 1000,
              "check_pairs": 10, "rad_ns": [32, 64, 128, 256, 512, 1024, 2048],
              "rad_ks": [1, 4, 16, 64, 256, 1024], "rad_dims": [2, 3, 4, 6, 8, 12], "rad_n": 512,
-             "rad_k": 16, "rad_sigma": 24, "rad_steps": 60, "rad_starts": 2},
+             "rad_k": 16, "rad_sigma": 24, "rad_steps": 60, "rad_starts": 2,
+             "seg_ks": [1, 2, 4, 16, 64, 256, 4096], "seg_betas": [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
+             "seg_pairs": 20000, "ex_radii": [0.05, 0.1, 0.2, 0.4], "ex_n": 256, "ex_sigma": 24, "ex_steps": 60},
 }
 
 
 def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> ChapterContext:
     """The chapter's set-up (see :func:`~infonce_book.experiment.setup.setup_chapter`)."""
     return setup_chapter(STEM, profile, device, seed, sizes=SIZES)
+
+
+def glue_all(values: dict, prefix: str) -> None:
+    """Glue every entry of ``values`` as ``<prefix><key>`` (not displayed)."""
+    for key, value in values.items():
+        if isinstance(value, (np.integer,)):
+            value = int(value)
+        elif isinstance(value, (np.floating,)):
+            value = float(value)
+        glue(f"{prefix}{key}", value, display=False)
+
+
+@contextlib.contextmanager
+def one_thread_on_cpu(device):
+    """Run the block with one intra-op torch thread on a CPU ``device`` (restored afterwards):
+    the chapter's tensors are small, and a second thread only adds synchronisation, which is
+    costly on a busy machine. On a GPU nothing changes."""
+    dev = resolve_device(device) if not isinstance(device, torch.device) else device
+    if dev.type != "cpu":
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def single_thread_on_cpu(fn):
+    """Decorator: run a runner (called with keyword arguments, one of them ``device``) under
+    :func:`one_thread_on_cpu`."""
+
+    @functools.wraps(fn)
+    def inner(**config):
+        with one_thread_on_cpu(config.get("device", "cpu")):
+            return fn(**config)
+
+    return inner
 
 
 PERTURBATIONS = ("sparse", "dense", "parameter")
@@ -100,6 +157,7 @@ def _perturb(kind: str, s_pos, s_neg, tau: float, eps: float):
 
 
 @cached
+@single_thread_on_cpu
 def perturbations(models: dict, ks: list, tau: float, n_pairs: int, eps: float, eps_theta: float,
                   max_elements: int, device: str, seed: int):
     """Actual ``|l(s') - l(s)|`` against the three bounds of Proposition ``c4-prop-continuity``.
@@ -173,7 +231,7 @@ def ledger_perturbations(ledger, table: pd.DataFrame, tau: float, eps: float, sp
                           quantity=f"largest |l(s')-l(s)| / bound over all pairs ({kind})",
                           predicted=1.0, measured=Estimate.exact(worst), passed=worst <= 1.0,
                           params={"model": model_name, "kind": kind, "tau": tau, "n_pairs": int(sub.n.sum()),
-                                  "ks": sorted(int(v) for v in sub.k.unique()), "rule": "measured <= predicted"})
+                                  "ks": sorted(int(v) for v in sub.k.unique()), "rule": "one-sided: measured <= predicted"})
             out[f"worst_{model_name}_{kind}"] = worst
     vmf = table[(table.model == sphere) & (table.perturbation == "sparse")].sort_values("k")
     if len(vmf):
@@ -214,13 +272,17 @@ def lipschitz_predictions(model, k: int, tau: float) -> dict:
 
 
 @cached
+@single_thread_on_cpu
 def lipschitz_constants(models: dict, ks: list, tau: float, n_tuples: int, max_elements: int, device: str,
                         seed: int):
-    """``Lambda_avg`` and ``Lambda_max`` of Theorem ``c4-thm-lipschitz`` on sampled tuples.
+    """``Lambda_avg`` and ``Lambda_max`` of Theorem ``c4-thm-lipschitz`` and ``Lambda_star`` of
+    Corollary ``c4-cor-embedding`` (kind ``"embedding"``) on sampled tuples.
 
     For ``phi = BallLinear`` (``L(x) = |x|``), the data of each model (``{name: model}``, Euclidean
-    models with ``norm_sf``), each k: mean and standard error over tuples, and the predictions by
-    quadrature. The number of tuples at k is ``min(n_tuples, max_elements // k)``.
+    models with ``norm_sf``), each k: mean and standard error over tuples, the predictions by
+    quadrature (average and max forms), and for ``Lambda_star`` the largest ratio
+    ``Lambda_star / min(Lambda_avg, Lambda_max)`` over the tuples (``worst_ratio_to_min``, at most 1
+    by the corollary). The number of tuples at k is ``min(n_tuples, max_elements // k)``.
     """
     dev = resolve_device(device)
     gen = torch.Generator(device=dev).manual_seed(int(seed))
@@ -231,21 +293,29 @@ def lipschitz_constants(models: dict, ks: list, tau: float, n_tuples: int, max_e
             x, xp, xn = model.sample_tuples(n, k, generator=gen, device=dev)
             La, Lp, Ln = (torch.linalg.vector_norm(t, dim=-1).cpu().numpy() for t in (x, xp, xn))
             pred = lipschitz_predictions(model, k, tau)
-            for kind in ("average", "max"):
-                lam = loss_lipschitz_constant(La, Lp, Ln, tau, kind=kind)
+            lams = {kind: loss_lipschitz_constant(La, Lp, Ln, tau, kind=kind) for kind in ("average", "max")}
+            lams["embedding"] = embedding_lipschitz_constant(La, Lp, Ln, tau)
+            worst = float(np.max(lams["embedding"] / np.minimum(lams["average"], lams["max"])))
+            for kind, lam in lams.items():
                 rows.append({"data": name, "k": int(k), "kind": kind, "n": n, "mean": float(lam.mean()),
                              "se": float(lam.std(ddof=1) / math.sqrt(n)),
-                             "predicted": pred["avg" if kind == "average" else "max"]})
+                             "predicted": {"average": pred["avg"], "max": pred["max"]}.get(kind, float("nan")),
+                             "worst_ratio_to_min": worst if kind == "embedding" else float("nan")})
     return pd.DataFrame(rows)
 
 
 @cached
+@single_thread_on_cpu
 def lipschitz_check(sphere_model, euclidean_model, ks: list, tau: float, n_tuples: int, n_pairs: int, device: str,
                     seed: int):
     """Check ``|l(theta; z) - l(theta'; z)| <= Lambda(z) |theta - theta'|`` for random pairs in Theta.
 
     Classes: NormalisedLinear on the data of ``sphere_model`` (vMF), BallLinear(dim -> 4) and
-    BallMLP(dim -> 16 -> 4) on the data of ``euclidean_model`` (Gaussian). Columns: ``cls, k, kind, worst`` (largest ratio over tuples and pairs).
+    BallMLP(dim -> 16 -> 4) on the data of ``euclidean_model`` (Gaussian). Constants: ``average``,
+    ``max`` (Theorem ``c4-thm-lipschitz``), ``embedding`` (Corollary ``c4-cor-embedding``),
+    ``tunable`` (Corollary ``c4-cor-dv``). ``n_pairs`` random pairs in Theta and as many short steps
+    (1e-3 of the way to a random point). Columns: ``cls, k, kind, worst`` (largest ratio over
+    tuples and pairs).
     """
     dev = resolve_device(device)
     gen = torch.Generator(device=dev).manual_seed(int(seed))
@@ -261,9 +331,13 @@ def lipschitz_check(sphere_model, euclidean_model, ks: list, tau: float, n_tuple
             with torch.no_grad():
                 L = [phi.lipschitz(t).cpu().numpy() for t in (x, xp, xn)]
                 lam = {kind: loss_lipschitz_constant(*L, tau, kind=kind) for kind in ("average", "max")}
-                worst = {"average": 0.0, "max": 0.0}
-                for _ in range(n_pairs):
+                lam["embedding"] = embedding_lipschitz_constant(*L, tau)
+                lam["tunable"] = tunable_lipschitz_constant(*L, tau)
+                worst = dict.fromkeys(lam, 0.0)
+                for i_pair in range(2 * n_pairs):
                     t1, t2 = phi.random_parameters(gen), phi.random_parameters(gen)
+                    if i_pair % 2:  # a short step: the local ratio is what a constant must cover
+                        t2 = t1 + 1e-3 * (t2 - t1)
                     l1 = loss_per_tuple(phi.set_theta_(t1), x, xp, xn, tau).cpu().numpy()
                     l2 = loss_per_tuple(phi.set_theta_(t2), x, xp, xn, tau).cpu().numpy()
                     dist = float(torch.linalg.vector_norm(t1 - t2))
@@ -280,7 +354,15 @@ def ledger_lipschitz(ledger, table: pd.DataFrame, check: pd.DataFrame, tau: floa
     chapter records one value per (data, k, kind)) against the quadrature prediction; and the
     Lipschitz property on random parameter pairs (one-sided)."""
     out = {}
-    for _, r in table.iterrows():
+    for name, sub in table[table.kind == "embedding"].groupby("data"):
+        worst = float(sub.worst_ratio_to_min.max())
+        ledger.record(claim="C5", id=f"C5-embedding-below-both-{name}",
+                      quantity="largest Lambda_star / min(Lambda_avg, Lambda_max) over tuples (BallLinear)",
+                      predicted=1.0, measured=Estimate.exact(worst), passed=worst <= 1.0 + 1e-12,
+                      params={"data": name, "tau": tau, "ks": sorted(int(v) for v in sub.k),
+                              "rule": "one-sided: measured <= predicted"})
+        out[f"embedding_ratio_{name}"] = worst
+    for _, r in table[table.kind != "embedding"].iterrows():
         ledger.record(claim="C5", id=f"C5-lipschitz-{r.kind}-{r.data}-k{r.k}",
                       quantity=f"E Lambda_{r.kind} (BallLinear, {r.data} data)", predicted=r.predicted,
                       measured=Estimate(r["mean"], r.se, int(r.n), level),
@@ -291,7 +373,7 @@ def ledger_lipschitz(ledger, table: pd.DataFrame, check: pd.DataFrame, tau: floa
         ledger.record(claim="C5", id=f"C5-lipschitz-holds-{cls_name}-{kind}",
                       quantity=f"largest |l(theta)-l(theta')| / (Lambda_{kind} |theta-theta'|)",
                       predicted=1.0, measured=Estimate.exact(worst), passed=worst <= 1.0,
-                      params={"cls": cls_name, "kind": kind, "tau": tau, "rule": "measured <= predicted",
+                      params={"cls": cls_name, "kind": kind, "tau": tau, "rule": "one-sided: measured <= predicted",
                               "ks": sorted(int(v) for v in sub.k.unique())})
         out[f"worst_{cls_name}_{kind}"] = worst
     return out
@@ -321,12 +403,16 @@ def _rademacher_setup(spec: dict, n: int, k: int, gen, dev):
 
 
 @cached
+@single_thread_on_cpu
 def rademacher_estimates(configs: list, tau: float, n_sigma: int, steps: int, n_starts: int, device: str, seed: int):
     """Estimate R_n (``empirical_rademacher``) for each config ``{"class", "model", "dim",
-    ("dim_out"), "radius", "n", "k", "sweep"}`` (from :func:`rademacher_configs`) and evaluate the covering bound of Theorem ``c4-thm-rademacher``
-    with the average-form and max-form Lipschitz constants of the same sample.
+    ("dim_out"), "radius", "n", "k", "sweep"}`` (from :func:`rademacher_configs`) and evaluate, on
+    the same sample, the covering bound of Theorem ``c4-thm-rademacher`` with the average-form, the
+    max-form and the embedding Lipschitz constants, and the vector-contraction bound of Theorem
+    ``c4-thm-vector`` (with the sample's mean squared input norms).
 
-    Columns: ``sweep, class, dim, n, k, value, se, ci_low, ci_high, bound_avg, bound_max, n_params``.
+    Columns: ``sweep, class, dim, n, k, value, se, ci_low, ci_high, bound_avg, bound_max,
+    bound_embedding, bound_vector, n_params``.
     """
     dev = resolve_device(device)
     rows = []
@@ -337,13 +423,18 @@ def rademacher_estimates(configs: list, tau: float, n_sigma: int, steps: int, n_
                                    seed=int(seed) * 1000 + i)
         with torch.no_grad():
             L = [phi.lipschitz(t).cpu().numpy() for t in data]
-        bounds = {}
-        for kind in ("average", "max"):
-            lam = loss_lipschitz_constant(*L, tau, kind=kind)
-            bounds[kind] = rademacher_covering_bound(float(np.sqrt(np.mean(lam**2))), phi.radius, phi.n_params,
-                                                     cfg["n"])
-        rows.append({**{k: v for k, v in cfg.items() if k != "model"}, "value": est.value, "se": est.se, "ci_low": est.ci_low, "ci_high": est.ci_high,
-                     "bound_avg": bounds["average"], "bound_max": bounds["max"], "n_params": phi.n_params})
+            m2 = [float((t**2).sum(-1).mean()) for t in data]
+        lams = {kind: loss_lipschitz_constant(*L, tau, kind=kind) for kind in ("average", "max")}
+        lams["embedding"] = embedding_lipschitz_constant(*L, tau)
+        bounds = {kind: rademacher_covering_bound(float(np.sqrt(np.mean(lam**2))), phi.radius, phi.n_params, cfg["n"])
+                  for kind, lam in lams.items()}
+        post = 1.0 / (1.0 - phi.radius) if cfg["class"] == "NormalisedLinear" else 1.0
+        vec = vector_contraction_bound(cfg["n"], cfg["k"], tau, radius=phi.radius, dim_out=phi.output_dim,
+                                       m2_anchor=m2[0], m2_positive=m2[1], m2_negatives=m2[2], post_lipschitz=post)
+        rows.append({**{k: v for k, v in cfg.items() if k != "model"}, "value": est.value, "se": est.se,
+                     "ci_low": est.ci_low, "ci_high": est.ci_high, "bound_avg": bounds["average"],
+                     "bound_max": bounds["max"], "bound_embedding": bounds["embedding"], "bound_vector": vec,
+                     "n_params": phi.n_params})
     return pd.DataFrame(rows)
 
 
@@ -362,8 +453,9 @@ def rademacher_configs(euclidean_model, sphere_model, ns: list, ks: list, dims: 
 
 
 def ledger_rademacher(ledger, table: pd.DataFrame, tau: float) -> dict:
-    """Ledger: slope in n (predicted -1/2), slope in k (predicted 0, over k >= 4), and the covering
-    bound (average form) above every estimate (one-sided)."""
+    """Ledger: slope in n (predicted -1/2), slope in k (predicted 0, over k >= 4), and every bound
+    (covering with the average, max and embedding constants; vector contraction) above the upper
+    end of every estimate's interval (one-sided: the estimate is a lower estimate of R_n)."""
     out = {}
     by_n = table[table.sweep == "n"]
     fit = fit_loglog_slope(by_n.n, by_n.value, by_n.se)
@@ -379,21 +471,181 @@ def ledger_rademacher(ledger, table: pd.DataFrame, tau: float) -> dict:
                   params={"class": "BallLinear", "n": int(by_k.n.iloc[0]), "ks": [int(v) for v in by_k.k],
                           "tau": tau})
     out.update(k_slope=fit.mean, k_slope_low=fit.ci_low, k_slope_high=fit.ci_high)
-    for form, col in (("average", "bound_avg"), ("max", "bound_max")):
+    for form, col in (("average", "bound_avg"), ("max", "bound_max"), ("embedding", "bound_embedding"),
+                      ("vector", "bound_vector")):
         worst = float((table.ci_high / table[col]).max())
         ledger.record(claim="C5", id=f"C5-rademacher-below-bound-{form}",
-                      quantity=f"largest (upper end of the R_n interval) / covering bound ({form} form)",
+                      quantity=f"largest (upper end of the R_n interval) / bound ({form})",
                       predicted=1.0, measured=Estimate.exact(worst), passed=worst <= 1.0,
-                      params={"configs": len(table), "tau": tau, "rule": "measured <= predicted"})
+                      params={"configs": len(table), "tau": tau, "rule": "one-sided: measured <= predicted"})
         out[f"bound_ratio_{form}"] = worst
+        out[f"bound_gap_{form}"] = 1.0 / worst
+    covering = table[["bound_avg", "bound_max", "bound_embedding"]].min(axis=1)
+    out["vector_advantage"] = float((covering / table.bound_vector).min())
     return out
 
 
-_KIND_STYLE = {"average": ("C0", "o", "average (C4)"), "max": ("C1", "s", "max"), "dv": ("C2", "^", "Donsker-Varadhan")}
+# ---------------------------------------------------------------------------------------------
+# Continuity in the embeddings (Proposition c4-prop-embedding) and the complexity bounds compared
 
 
-def fig_continuity_ratios(table):
-    """Mean ratio bound/actual change against k (log-log), one panel per (model, perturbation).
+def _ball_points(rng, shape, dim):
+    """Points of the closed unit ball of R^dim: uniform, a fifth of them on the sphere."""
+    g = rng.standard_normal(shape + (dim,))
+    g /= np.linalg.norm(g, axis=-1, keepdims=True)
+    r = rng.uniform(0, 1, shape + (1,)) ** (1.0 / dim)
+    return g * np.where(rng.uniform(size=shape + (1,)) < 0.2, 1.0, r)
+
+
+def _loss_of_embeddings(u, V, beta, variant):
+    s = np.einsum("bd,bkd->bk", u, V)
+    z = beta * (s if variant == "standard" else s[:, 1:])
+    return -beta * s[:, 0] + logsumexp(z, axis=1)
+
+
+@cached
+def embedding_segments(ks: list, betas: list, n_pairs: int, dim: int, seed: int):
+    """Pairs of points of the ball product against part 2 of Proposition ``c4-prop-embedding``.
+
+    For each variant, k and beta: ``n_pairs`` random pairs ``e, e'`` of ``B^{k+2}`` in ``R^dim``
+    (half of them a short step, ``e' = e + 10^-3 (e'' - e)``), plus the extreme configuration
+    (``u = v_1 = e_1``, every other point ``-e_1``) where the weight of negative 1 is exactly
+    ``p_max``. Columns: ``variant, k, beta, n, worst`` (largest ``|g(e') - g(e)| / bound``),
+    ``mean_ratio``, ``weight_ratio`` (largest ``p_j / p_max`` seen; 1 at the extreme point).
+    """
+    rng = np.random.default_rng(int(seed))
+    rows = []
+    for variant in ("standard", "decoupled"):
+        for k in ks:
+            if variant == "decoupled" and k == 1:
+                continue
+            for beta in betas:
+                tau = 1.0 / beta
+                u, V = _ball_points(rng, (n_pairs,), dim), _ball_points(rng, (n_pairs, k + 1), dim)
+                u2, V2 = _ball_points(rng, (n_pairs,), dim), _ball_points(rng, (n_pairs, k + 1), dim)
+                half = n_pairs // 2
+                u2[:half], V2[:half] = u[:half] + 1e-3 * (u2[:half] - u[:half]), V[:half] + 1e-3 * (V2[:half] - V[:half])
+                du, dV = np.linalg.norm(u2 - u, axis=-1), np.linalg.norm(V2 - V, axis=-1)
+                bound = embedding_lipschitz_constant(du, dV[:, 0], dV[:, 1:], tau, variant=variant)
+                actual = np.abs(_loss_of_embeddings(u2, V2, beta, variant) - _loss_of_embeddings(u, V, beta, variant))
+                ratio = actual / bound
+                e1 = np.eye(dim)[0]
+                ext = np.stack([-e1, e1] + [-e1] * (k - 1))
+                z = beta * (ext @ e1 if variant == "standard" else ext[1:] @ e1)
+                w = np.exp(z - z.max())
+                w /= w.sum()
+                w_neg = w[1] if variant == "standard" else w[0]
+                rows.append({"variant": variant, "k": int(k), "beta": float(beta), "n": n_pairs,
+                             "worst": float(ratio.max()), "mean_ratio": float(ratio.mean()),
+                             "weight_ratio": float(w_neg / max_negative_weight(k, tau, variant=variant))})
+    return pd.DataFrame(rows)
+
+
+def ledger_segments(ledger, table: pd.DataFrame) -> dict:
+    """Ledger (claim C4): the bound of Proposition ``c4-prop-embedding`` holds on every pair
+    (one-sided, per variant), and the weight bound ``p_max`` is attained at the extreme
+    configuration (the ratio is 1 up to rounding: ``Estimate.exact`` with error 1e-12)."""
+    out = {}
+    for variant, sub in table.groupby("variant"):
+        worst = float(sub.worst.max())
+        ledger.record(claim="C4", id=f"C4-embedding-holds-{variant}",
+                      quantity="largest |g(e') - g(e)| / bound over pairs of the ball product",
+                      predicted=1.0, measured=Estimate.exact(worst), passed=worst <= 1.0,
+                      params={"variant": variant, "pairs": int(sub.n.sum()), "ks": sorted(int(v) for v in sub.k.unique()),
+                              "betas": sorted(float(v) for v in sub.beta.unique()),
+                              "rule": "one-sided: measured <= predicted"})
+        out[f"segments_worst_{variant}"] = worst
+        out[f"segments_mean_{variant}"] = float(sub.mean_ratio.mean())
+    attained = float(table.weight_ratio.iloc[np.argmax(np.abs(table.weight_ratio.to_numpy() - 1.0))])
+    ledger.record(claim="C4", id="C4-weight-bound-attained", quantity="p_j / p_max at the extreme configuration "
+                  "(the value farthest from 1 over k, beta, variant)", predicted=1.0,
+                  measured=Estimate.exact(attained, 1e-12), params={"configs": len(table)})
+    out["segments_pairs"] = int(table.n.sum())
+    return out
+
+
+def complexity_table(taus: list, ks: list, n: int, radius: float, dim: int) -> pd.DataFrame:
+    """The bounds on ``R_n`` for ``NormalisedLinear(dim, radius)`` on unit inputs (L = 1/(1-r),
+    ``P = dim^2``), in closed form: the covering bound of Theorem ``c4-thm-rademacher`` with
+    ``Lambda_avg`` and with ``Lambda_star``, and the vector-contraction bound of Theorem
+    ``c4-thm-vector``, with the factors each route pays. Columns: ``tau, k, covering_avg,
+    covering_star, vector, lambda_avg, lambda_star, vector_factor`` (``3 + sqrt(k p_max)``)."""
+    L = 1.0 / (1.0 - radius)
+    rows = []
+    for tau in taus:
+        for k in ks:
+            ones = np.ones(1)
+            args = (L * ones, L * ones, L * np.ones((1, k)), tau)
+            lam_avg = float(loss_lipschitz_constant(*args, kind="average")[0])
+            lam_star = float(embedding_lipschitz_constant(*args)[0])
+            rows.append({"tau": tau, "k": int(k),
+                         "covering_avg": rademacher_covering_bound(lam_avg, radius, dim * dim, n),
+                         "covering_star": rademacher_covering_bound(lam_star, radius, dim * dim, n),
+                         "vector": vector_contraction_bound(n, k, tau, radius=radius, dim_out=dim, post_lipschitz=L),
+                         "lambda_avg": lam_avg, "lambda_star": lam_star,
+                         "vector_factor": 3.0 + math.sqrt(k * max_negative_weight(k, tau))})
+    return pd.DataFrame(rows)
+
+
+def complexity_glue(table: pd.DataFrame) -> dict:
+    """Every number of :func:`complexity_table` as ``<column>_tau<tau>_k<k>`` (tau written with
+    ``p`` for the decimal point), plus ``ratio_...``: the old covering bound over the smaller of the
+    two new ones."""
+    out = {}
+    for _, r in table.iterrows():
+        tag = f"tau{r.tau:g}".replace(".", "p") + f"_k{int(r.k)}"
+        for col in ("covering_avg", "covering_star", "vector", "lambda_avg", "lambda_star", "vector_factor"):
+            out[f"{col}_{tag}"] = float(r[col])
+        out[f"ratio_{tag}"] = float(r.covering_avg / min(r.covering_star, r.vector))
+    return out
+
+
+@cached
+@single_thread_on_cpu
+def radius_exercise(sphere_model, radii: list, n: int, k: int, tau: float, n_sigma: int, steps: int, device: str,
+                    seed: int):
+    """The exercise ``c4-ex-radius``: ``empirical_rademacher`` of ``NormalisedLinear(dim, r)`` on the
+    same ``n`` tuples of ``sphere_model`` for each radius r. Columns: ``radius, value, se, ratio``
+    (``value / radius``)."""
+    dev = resolve_device(device)
+    gen = torch.Generator(device=dev).manual_seed(int(seed))
+    data = sphere_model.sample_tuples(n, k, generator=gen, device=dev)
+    rows = []
+    for r in radii:
+        phi = NormalisedLinear(sphere_model.dim, r).to(dev)
+        est = empirical_rademacher(phi, data, n_sigma, tau=tau, steps=steps, n_starts=1, seed=int(seed))
+        rows.append({"radius": float(r), "value": est.value, "se": est.se, "ratio": est.value / r})
+    return pd.DataFrame(rows)
+
+
+def radius_glue(table: pd.DataFrame) -> dict:
+    """Numbers of the exercise ``c4-ex-radius``: the ratios estimate/radius as text, and the ratio
+    of the largest to the smallest."""
+    ratios = table.ratio.to_numpy()
+    text = ", ".join(f"{v:.3f} (r = {r:g})" for r, v in zip(table.radius, ratios))
+    return {"ratios": text, "spread": float(ratios.max() / ratios.min())}
+
+
+def exercise_numbers(euclidean_model, tau: float, k: int = 16, tau_scalings: float = 0.5) -> dict:
+    """Numbers of the exercises: ``k p_max`` at ``tau_scalings`` and the ratio
+    ``sqrt(3 (5 + k p)) / (3 + sqrt(k p))`` of the naive to the optimal block scalings
+    (``c4-ex-scalings``); for ``L(x) = |x|`` on the data of ``euclidean_model`` at ``tau``, the
+    sub-Gaussian bound ``beta (E L + 2 sqrt(beta))`` (sigma = 1) and ``beta E max_{j <= k} |x_j|``
+    (``c4-ex-dv-uniform``)."""
+    kp = k * max_negative_weight(k, tau_scalings)
+    beta = 1.0 / tau
+    return {"kp": kp, "scaling_ratio": math.sqrt(3.0 * (5.0 + kp)) / (3.0 + math.sqrt(kp)),
+            "dv_bound": beta * (expected_max_norm(euclidean_model, 1) + 2.0 * math.sqrt(beta)),
+            "max_norm": beta * expected_max_norm(euclidean_model, k)}
+
+
+_KIND_STYLE = {"average": ("C0", "o", "average (C4)"), "max": ("C1", "s", "max"), "dv": ("C2", "^", "Donsker-Varadhan"),
+               "embedding": ("C3", "D", "embedding (Lambda_star)")}
+
+
+def fig_continuity_ratios(table, tau: float):
+    """Mean ratio bound/actual change against k (log-log), one panel per (model, perturbation), at
+    temperature ``tau`` (in the titles).
 
     Args: table from :func:`perturbations`.
     """
@@ -405,10 +657,11 @@ def fig_continuity_ratios(table):
         for j, pert in enumerate(perts):
             ax = axes[i, j]
             sub = table[(table.model == model) & (table.perturbation == pert)].sort_values("k")
-            for kind, (color, marker, label) in _KIND_STYLE.items():
+            for kind in ("average", "max", "dv"):
+                color, marker, label = _KIND_STYLE[kind]
                 ax.loglog(sub.k, sub[f"ratio_{kind}_mean"], marker=marker, color=color, ms=4, label=label)
             ax.axhline(1.0, color="k", lw=0.8)
-            ax.set_title(f"{model}, {pert}")
+            ax.set_title(f"{model}, {pert}, tau = {tau:g}")
             if i == len(models) - 1:
                 ax.set_xlabel("negatives $k$")
             if j == 0:
@@ -418,32 +671,35 @@ def fig_continuity_ratios(table):
     return fig
 
 
-def fig_lipschitz_vs_k(table):
-    """``E Lambda`` (average and max forms) against k, measured (95% CI) and predicted (lines).
+def fig_lipschitz_vs_k(table, tau: float):
+    """``E Lambda`` (average, max and embedding forms) against k, measured (95% CI) and predicted
+    (lines; average and max forms), at temperature ``tau`` (in the titles).
 
     Args: table from :func:`lipschitz_constants`.
     """
     data = list(dict.fromkeys(table.data))
     fig, axes = plt.subplots(1, len(data), figsize=(4.6 * len(data), 3.6), sharey=True, squeeze=False)
     for ax, name in zip(axes[0], data):
-        for kind in ("average", "max"):
+        for kind in ("average", "max", "embedding"):
             color, marker, label = _KIND_STYLE[kind]
             sub = table[(table.data == name) & (table.kind == kind)].sort_values("k")
-            ax.errorbar(sub.k, sub["mean"], yerr=normal_quantile(0.95) * sub.se, fmt=marker, color=color, ms=4, capsize=3,
-                        label=f"{label}: measured")
-            ax.plot(sub.k, sub.predicted, "-", color=color, lw=1, label=f"{label}: predicted")
+            ax.errorbar(sub.k, sub["mean"], yerr=normal_quantile(0.95) * sub.se, fmt=marker, color=color, ms=4,
+                        capsize=3, label=f"{label}: measured")
+            if sub.predicted.notna().any():
+                ax.plot(sub.k, sub.predicted, "-", color=color, lw=1, label=f"{label}: predicted")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("negatives $k$")
-        ax.set_title(f"{name} inputs")
+        ax.set_title(f"{name} inputs, tau = {tau:g}")
     axes[0, 0].set_ylabel(r"$\mathbb{E}\,\Lambda(z)$ (nats per unit of $\theta$)")
     axes[0, 0].legend(fontsize="small")
     fig.tight_layout()
     return fig
 
 
-def fig_rademacher_sweeps(table, n_fit: tuple | None = None):
-    """The estimated Rademacher complexity (95% CI) and the covering bounds against n, k and d.
+def fig_rademacher_sweeps(table, tau: float, n_fit: tuple | None = None):
+    """The estimated Rademacher complexity (95% CI), the covering bounds (average, max and
+    embedding constants) and the vector-contraction bound against n, k and d, at ``tau``.
 
     Args: table from :func:`rademacher_estimates`; ``n_fit``: optional ``(slope, intercept)`` of
     log R_n on log n (:func:`~infonce_book.theory.stats.fit_loglog_line`), drawn as a line.
@@ -454,17 +710,19 @@ def fig_rademacher_sweeps(table, n_fit: tuple | None = None):
         x = sub["dim"] if sweep == "d" else sub[sweep]
         ax.errorbar(x, sub.value, yerr=[sub.value - sub.ci_low, sub.ci_high - sub.value], fmt="o", color="k",
                     ms=4, capsize=3, label=r"$\hat R_n$ (lower estimate)")
-        ax.plot(x, sub.bound_avg, "--", color="C0", label="bound, average form")
-        ax.plot(x, sub.bound_max, ":", color="C1", lw=2, label="bound, max form")
+        ax.plot(x, sub.bound_avg, "--", color="C0", label="covering, average form")
+        ax.plot(x, sub.bound_max, ":", color="C1", lw=2, label="covering, max form")
+        ax.plot(x, sub.bound_embedding, "-.", color="C2", label="covering, embedding form")
+        ax.plot(x, sub.bound_vector, "-", color="C4", label="vector contraction")
         if sweep == "n" and n_fit is not None:
             xs = np.array([x.min(), x.max()], dtype=float)
             slope, intercept = n_fit
             ax.plot(xs, np.exp(intercept) * xs ** slope.mean, "-", color="C3", lw=1,
                     label=f"fit: slope {slope.mean:.2f}")
-        ax.set_xscale("log")
+        ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
-        ax.set_title(f"against {sweep}")
+        ax.set_title(f"against {sweep}, tau = {tau:g}")
     axes[0].set_ylabel("nats")
     axes[0].legend(fontsize="small")
     fig.tight_layout()

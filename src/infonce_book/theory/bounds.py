@@ -287,6 +287,182 @@ def rademacher_covering_bound(lipschitz_rms: float, radius: float, n_params: int
 
 
 # ---------------------------------------------------------------------------------------------
+# C4/C5: continuity in the embeddings, the tunable constant and the vector-contraction route
+# (book, Proposition ``c4-prop-embedding``, Corollaries ``c4-cor-embedding`` and ``c4-cor-dv``,
+# Theorem ``c4-thm-vector``).
+
+
+def max_negative_weight(k, tau, *, variant: str = "standard") -> float:
+    """The largest softmax weight one negative can carry when every similarity lies in [-1, 1].
+
+    Standard variant: ``p_max = e^{2 beta} / (e^{2 beta} + k)`` (softmax over the positive and k
+    negatives); decoupled: ``q_max = e^{2 beta} / (e^{2 beta} + k - 1)`` (over the k negatives).
+    Formed as ``1 / (1 + c e^{-2 beta})``: no overflow at any temperature.
+
+    Args:
+        k: number of negatives, an integer >= 1. tau: temperature in (0, inf).
+        variant: "standard" or "decoupled".
+    Returns:
+        a float in (0, 1].
+    Source: book, Proposition ``c4-prop-continuity`` (part 2).
+
+    Examples:
+        >>> round(max_negative_weight(16, 0.5), 6)  # e^4 / (e^4 + 16)
+        0.773365
+        >>> max_negative_weight(1, 1.0, variant="decoupled")
+        1.0
+    """
+    check_choice(variant, "variant", VARIANTS)
+    k = check_k(k)
+    beta = 1.0 / check_tau(tau)
+    others = k if variant == "standard" else k - 1
+    return float(1.0 / (1.0 + others * math.exp(-2.0 * beta)))
+
+
+def _lipschitz_inputs(L_anchor, L_positive, L_negatives):
+    """Validated float64 arrays ``(B,), (B,), (B, k)`` of non-negative finite constants."""
+    names = ("L_anchor", "L_positive", "L_negatives")
+    La, Lp, Ln = (_real_array(v, name) for v, name in zip((L_anchor, L_positive, L_negatives), names))
+    if La.ndim != 1 or Lp.shape != La.shape or Ln.ndim != 2 or Ln.shape[0] != La.shape[0] or Ln.shape[1] < 1:
+        raise ValueError(f"shapes must be L_anchor (B,), L_positive (B,), L_negatives (B, k) with k >= 1; "
+                         f"got {La.shape}, {Lp.shape}, {Ln.shape}")
+    for name, v in zip(names, (La, Lp, Ln)):
+        if not np.all(np.isfinite(v)) or np.any(v < 0):
+            bad = v[~np.isfinite(v) | (v < 0)].ravel()[0]
+            raise ValueError(f"{name} must be finite and >= 0 (Lipschitz constants), got an entry {bad!r}")
+    return La, Lp, Ln
+
+
+def embedding_lipschitz_constant(L_anchor, L_positive, L_negatives, tau, *,
+                                 variant: str = "standard") -> np.ndarray:
+    """Lipschitz constant of ``theta -> l_k(theta; z)`` obtained by differentiating in the embeddings.
+
+    For embeddings into the closed unit ball with ``|phi_theta(x) - phi_theta'(x)| <= L(x)
+    |theta - theta'|``, with ``beta = 1/tau``, ``p_max``/``q_max`` from :func:`max_negative_weight`
+    and ``omega_k = min(1, k p_max)``:
+
+    * standard: ``beta [omega_k (2 L(x) + L(x+)) + min(max_j L(x_j), p_max sum_j L(x_j))]``;
+    * decoupled: ``beta [2 L(x) + L(x+) + min(max_j L(x_j), q_max sum_j L(x_j))]``.
+
+    It is at most both constants of :func:`loss_lipschitz_constant` ("average" and "max") for
+    every tuple, k and tau (book, Corollary ``c4-cor-embedding``). With ``L`` replaced by the
+    distances ``|u' - u|``, ``|v_0' - v_0|``, ``|v_j' - v_j|`` between two points of the ball product,
+    the same expression bounds ``|g(e') - g(e)|`` (Proposition ``c4-prop-embedding``, part 2).
+
+    Args:
+        L_anchor, L_positive: (B,) constants of the anchors and positives (>= 0).
+        L_negatives: (B, k) those of the negatives, k >= 1. tau: temperature in (0, inf).
+        variant: "standard" or "decoupled".
+    Returns:
+        float64 array (B,), in nats per unit of parameter distance.
+    Raises:
+        TypeError: non-real input. ValueError: shapes disagree, a negative or non-finite constant,
+        tau out of range, unknown variant.
+    Source: book, Corollary ``c4-cor-embedding``.
+
+    Examples:
+        >>> import numpy as np
+        >>> float(embedding_lipschitz_constant(np.array([2.0]), np.array([2.0]), np.full((1, 16), 2.0), 0.5)[0])
+        16.0
+    """
+    check_choice(variant, "variant", VARIANTS)
+    beta = 1.0 / check_tau(tau)
+    La, Lp, Ln = _lipschitz_inputs(L_anchor, L_positive, L_negatives)
+    k = Ln.shape[1]
+    pm = max_negative_weight(k, tau, variant=variant)
+    own = min(1.0, k * pm) if variant == "standard" else 1.0
+    negatives = np.minimum(Ln.max(axis=1), pm * Ln.sum(axis=1))
+    return beta * (own * (2.0 * La + Lp) + negatives)
+
+
+#: The gamma grid of :func:`tunable_lipschitz_constant` (any grid gives a valid constant).
+TUNABLE_GAMMAS = np.logspace(-3, 4, 141)
+
+
+def tunable_lipschitz_constant(L_anchor, L_positive, L_negatives, tau, *, gamma=None,
+                               variant: str = "standard") -> np.ndarray:
+    """The Donsker--Varadhan (tunable) Lipschitz constant of ``theta -> l_k(theta; z)``.
+
+    For ``gamma > 0``, with ``omega_k`` as in :func:`embedding_lipschitz_constant` (1 for the
+    decoupled variant) and ``q_max = max_negative_weight(k, tau, variant="decoupled")``,
+
+    ``Lambda_gamma(z) = beta omega_k (2 L(x) + L(x+))
+    + (beta/gamma) [log(k q_max) + log((1/k) sum_j e^{gamma L(x_j)})]``,
+
+    with ``log(k q_max) <= min(2 beta, log k)``. Every member is a Lipschitz constant, so their
+    infimum is one too: with ``gamma=None`` the result is
+    ``min(embedding_lipschitz_constant(...), min over TUNABLE_GAMMAS of Lambda_gamma)``, computed
+    tuple by tuple (gamma may depend on the tuple: no union bound is involved).
+
+    Args:
+        L_anchor, L_positive: (B,); L_negatives: (B, k). tau: temperature. gamma: None or a
+        float > 0. variant: "standard" or "decoupled".
+    Returns:
+        float64 array (B,), in nats per unit of parameter distance.
+    Source: book, Corollary ``c4-cor-dv``.
+    """
+    check_choice(variant, "variant", VARIANTS)
+    beta = 1.0 / check_tau(tau)
+    La, Lp, Ln = _lipschitz_inputs(L_anchor, L_positive, L_negatives)
+    k = Ln.shape[1]
+    own = min(1.0, k * max_negative_weight(k, tau)) if variant == "standard" else 1.0
+    log_kq = math.log(k * max_negative_weight(k, tau, variant="decoupled"))
+    lmax = Ln.max(axis=1)
+    gammas = TUNABLE_GAMMAS if gamma is None else np.array([check_positive(gamma, "gamma")])
+    best = np.full(La.shape, np.inf)
+    for g in gammas:
+        # (1/g) log mean e^{g L} = lmax + (1/g) log mean e^{g (L - lmax)}: no overflow
+        lme = lmax + np.log(np.mean(np.exp(g * (Ln - lmax[:, None])), axis=1)) / g
+        best = np.minimum(best, lme + log_kq / g)
+    out = beta * (own * (2.0 * La + Lp) + best)
+    if gamma is None:
+        out = np.minimum(out, embedding_lipschitz_constant(La, Lp, Ln, tau, variant=variant))
+    return out
+
+
+def vector_contraction_bound(n, k, tau, *, radius: float, dim_out: int, m2_anchor: float = 1.0,
+                             m2_positive: float = 1.0, m2_negatives: float = 1.0,
+                             post_lipschitz: float = 1.0, variant: str = "standard") -> float:
+    """Upper bound on the Rademacher complexity of the loss class by vector contraction.
+
+    For an embedding ``phi_W(x) = N(W x)`` with ``W`` (``dim_out`` rows) in the Frobenius ball of
+    ``radius`` around a fixed ``W0`` and ``N`` a ``post_lipschitz``-Lipschitz map into the unit
+    ball on the set the pre-embeddings ``W x`` can reach,
+
+    ``R_hat_n <= sqrt(2) beta post_lipschitz radius sqrt(dim_out / n)
+    (2 sqrt(m_a) + sqrt(m_+) + sqrt(k p_max m_-))``,
+
+    where ``m_a``, ``m_+``, ``m_-`` are the mean squared norms of the anchors, positives and
+    negatives of the sample (their population values bound the expected complexity ``R_n``, by
+    Jensen) and ``k p_max <= min(k, e^{2 beta})``. Cases of the book: ``NormalisedLinear(d, r)``
+    on unit inputs: ``radius = r``, ``dim_out = d``, ``post_lipschitz = 1/(1 - r)``, all ``m = 1``;
+    ``BallLinear``: ``post_lipschitz = 1`` (the projection onto the ball).
+
+    Args:
+        n: number of tuples >= 1. k: negatives >= 1. tau: temperature. radius: > 0.
+        dim_out: output dimension >= 1. m2_*: mean squared input norms (>= 0).
+        post_lipschitz: >= 0. variant: "standard" or "decoupled" (``q_max`` for ``p_max``).
+    Returns:
+        the bound, in nats.
+    Source: book, Theorem ``c4-thm-vector`` (Maurer's vector-contraction inequality).
+
+    Examples:
+        >>> round(vector_contraction_bound(2048, 16, 0.5, radius=0.5, dim_out=3, post_lipschitz=2.0), 4)
+        0.7056
+    """
+    check_choice(variant, "variant", VARIANTS)
+    n, k = check_k(n, "n"), check_k(k)
+    beta = 1.0 / check_tau(tau)
+    radius, post = check_positive(radius, "radius"), check_nonneg(post_lipschitz, "post_lipschitz")
+    dim_out = check_k(dim_out, "dim_out")
+    ma, mp, mn = (check_nonneg(v, name) for v, name in ((m2_anchor, "m2_anchor"), (m2_positive, "m2_positive"),
+                                                        (m2_negatives, "m2_negatives")))
+    kp = k * max_negative_weight(k, tau, variant=variant)
+    width = 2.0 * math.sqrt(ma) + math.sqrt(mp) + math.sqrt(kp * mn)
+    return float(math.sqrt(2.0) * beta * post * radius * math.sqrt(dim_out / n) * width)
+
+
+# ---------------------------------------------------------------------------------------------
 # C6: Theorem 1, term by term (book, Theorem ``c5-thm-main``).
 
 
@@ -330,8 +506,66 @@ def search_bias_constant(tau, *, sd_m: float, second_moment_m: float, m_min: flo
     return float(out)
 
 
+def search_bias_bounds(k, tau, *, e_m2: float, var_m: float | None = None, sd_M_m: float | None = None,
+                       e_m_mminus1_sq: float | None = None, mu4: float | None = None) -> dict:
+    """Upper bounds on ``E H(M_k, Q_k) - L_k`` valid for every embedding into the closed unit ball.
+
+    The inputs are moments of the density ratio ``m = m(x, .) = dM(x, .)/dpi`` under ``pi`` (their
+    averages over the anchor x where a form is linear in them): ``e_m2 = E_pi m^2``,
+    ``var_m = Var_pi m``, ``sd_M_m`` the standard deviation of m under ``M(x, .)``
+    (``sqrt(E_pi m^3 - (E_pi m^2)^2)``), ``e_m_mminus1_sq = E_pi[m (m - 1)^2]``,
+    ``mu4 = E_pi (m - 1)^4``. With ``beta = 1/tau``:
+
+    * ``second_moment``: ``2 beta E_pi m^2 / k``;
+    * ``third_moment``: ``(beta/k) (Var_pi m + sqrt(sd_M(m)^2 + Var_pi(m)^2))`` (NaN without
+      ``var_m`` and ``sd_M_m``);
+    * ``two_term``: ``beta [sd_M(m)/k + 2 E_pi[m (m-1)^2]/k^2
+      + 2 sqrt(Var_pi m (mu4 + 3 (k-1) Var_pi(m)^2)) / k^2]`` (NaN without all four moments);
+    * ``cap``: ``2 beta``; ``best``: the smallest of the available ones (each is valid, so is the
+      minimum; no union bound, they are deterministic).
+
+    Args:
+        k: database size >= 1. tau: temperature. e_m2: >= 1 (since E_pi m = 1).
+        var_m, sd_M_m, e_m_mminus1_sq, mu4: >= 0 or None.
+    Returns:
+        dict of floats (nats) with the keys above.
+    Raises:
+        ValueError: e_m2 < 1, a negative moment, only some of the moments a form needs.
+    Source: book, Proposition ``c5-prop-search-bias``.
+
+    Examples:
+        >>> b = search_bias_bounds(16, 0.5, e_m2=2.0746)
+        >>> round(b["second_moment"], 4), b["best"] == b["second_moment"]
+        (0.5187, True)
+    """
+    k = check_k(k, meaning="database size")
+    beta = 1.0 / check_tau(tau)
+    e_m2 = check_nonneg(e_m2, "e_m2")
+    if e_m2 < 1.0 - 1e-12:
+        raise ValueError(f"e_m2 = E_pi m^2 must be >= 1 (m is a density ratio, E_pi m = 1), got e_m2={e_m2!r}")
+    given = {name: (None if v is None else check_nonneg(v, name)) for name, v in
+             (("var_m", var_m), ("sd_M_m", sd_M_m), ("e_m_mminus1_sq", e_m_mminus1_sq), ("mu4", mu4))}
+    out = {"second_moment": 2.0 * beta * e_m2 / k, "third_moment": float("nan"), "two_term": float("nan"),
+           "cap": 2.0 * beta}
+    v, s = given["var_m"], given["sd_M_m"]
+    if (v is None) != (s is None):
+        raise ValueError("the third-moment form needs both var_m and sd_M_m; got only one of them")
+    if v is not None:
+        out["third_moment"] = beta * (v + math.sqrt(s * s + v * v)) / k
+    e3, m4 = given["e_m_mminus1_sq"], given["mu4"]
+    if (e3 is None) != (m4 is None) or (e3 is not None and v is None):
+        raise ValueError("the two-term form needs var_m, sd_M_m, e_m_mminus1_sq and mu4 together")
+    if e3 is not None:
+        d2 = v / k
+        d4 = (m4 + 3.0 * (k - 1) * v * v) / k**3
+        out["two_term"] = beta * (s / k + 2.0 * e3 / k**2 + 2.0 * math.sqrt(d2 * d4))
+    out["best"] = float(np.nanmin([out["second_moment"], out["third_moment"], out["two_term"], out["cap"]]))
+    return out
+
+
 def theorem1_terms(*, train_risk: float, k: int, n: int, tau: float, delta: float, rademacher: float,
-                   search_constant: float | None = None, variant: str = "standard") -> dict:
+                   search_constant: float | None = None, search_bias: float | None = None,
+                   variant: str = "standard") -> dict:
     """The terms of Theorem 1 (book, Theorem ``c5-thm-main``), each by name, in nats.
 
     With probability at least ``1 - delta`` over the n training tuples, for every embedding of the
@@ -341,8 +575,11 @@ def theorem1_terms(*, train_risk: float, k: int, n: int, tau: float, delta: floa
     * ``complexity``: ``2 R_n`` (``rademacher`` is an upper bound of the expected Rademacher
       complexity ``R_n`` of the loss class, e.g. from ``rademacher_covering_bound``),
     * ``confidence``: ``B sqrt(log(1/delta) / (2n))`` with ``B = loss_range(k, tau)`` (< 4 beta),
-    * ``search_bias``: ``C / k`` with ``C = search_constant`` (``search_bias_constant``); NaN when
-      not given (then ``bound`` is a bound on ``L_k(phi) - log k`` only, and ``bound_on`` says so).
+    * ``search_bias``: ``C / k`` with ``C = search_constant`` (``search_bias_constant``), or the
+      value ``search_bias`` itself (an upper bound on ``E H(M_k, Q_k) - L_k`` valid for every
+      embedding, e.g. ``search_bias_bounds(...)["best"]``; give at most one of the two); NaN when
+      neither is given (then ``bound`` is a bound on ``L_k(phi) - log k`` only, and ``bound_on``
+      says so).
 
     Returns a dict with those keys plus ``range_B``, ``bound`` and ``bound_on``.
     """
@@ -358,7 +595,13 @@ def theorem1_terms(*, train_risk: float, k: int, n: int, tau: float, delta: floa
     B = loss_range(k, tau, variant=variant)
     terms = {"empirical_risk": float(train_risk - math.log(k)), "complexity": 2.0 * rademacher,
              "confidence": B * math.sqrt(math.log(1.0 / delta) / (2.0 * n)), "range_B": B}
-    if search_constant is None:
+    if search_constant is not None and search_bias is not None:
+        raise ValueError("give search_constant (C, the term is C/k) or search_bias (the term itself), not both")
+    if search_bias is not None:
+        terms["search_bias"] = check_nonneg(search_bias, "search_bias")
+        terms["bound"] = terms["empirical_risk"] + terms["complexity"] + terms["confidence"] + terms["search_bias"]
+        terms["bound_on"] = "E H(M_k, Q_k) - log k"
+    elif search_constant is None:
         terms["search_bias"] = float("nan")
         terms["bound"] = terms["empirical_risk"] + terms["complexity"] + terms["confidence"]
         terms["bound_on"] = "L_k - log k"

@@ -420,6 +420,134 @@ def normalisation_jacobian(dim: int = 3):
     return sp.simplify(J - (sp.eye(dim) - u * u.T) / r)
 
 
+def embedding_gradients(n_neg: int = 3, dim: int = 2, variant: str = "standard"):
+    """The partial derivatives of the loss in the embeddings (book, Proposition ``c4-prop-embedding``).
+
+    With ``u`` the anchor's embedding, ``v_0`` the positive's, ``v_1..v_k`` the negatives' (vectors
+    of ``R^dim``), ``g = -beta <u, v_0> + log sum_i e^{beta <u, v_i>}`` (standard: ``i = 0..k``;
+    decoupled: ``i = 1..k``) and ``p_i`` the softmax weights of the sum. Returns a dict
+    ``{name: difference}`` for ``name`` in ``"u", "v0", "v1", ..., "vk"``: sympy's gradient minus the
+    claimed form, ``beta (sum_i p_i v_i - v_0)``, ``-beta (1 - p_0) u`` (decoupled: ``-beta u``)
+    and ``beta p_j u``. Every difference simplifies to the zero vector (the tests assert it).
+    """
+    u = sp.Matrix(sp.symbols(f"u1:{dim + 1}", real=True))
+    V = [sp.Matrix(sp.symbols(f"v{j}_1:{dim + 1}", real=True)) for j in range(n_neg + 1)]
+    s = [u.dot(v) for v in V]
+    idx = range(n_neg + 1) if variant == "standard" else range(1, n_neg + 1)
+    Z = sum(sp.exp(beta * s[i]) for i in idx)
+    g = -beta * s[0] + sp.log(Z)
+    p = {i: sp.exp(beta * s[i]) / Z for i in idx}
+    p0 = p.get(0, sp.Integer(0))
+    claims = {"u": beta * (sum((p[i] * V[i] for i in idx), sp.zeros(dim, 1)) - V[0]),
+              "v0": -beta * (1 - p0) * u}
+    claims.update({f"v{j}": beta * p[j] * u for j in range(1, n_neg + 1)})
+    variables = {"u": u, **{f"v{j}": V[j] for j in range(n_neg + 1)}}
+    return {name: sp.simplify(sp.Matrix([sp.diff(g, c) for c in variables[name]]) - claim)
+            for name, claim in claims.items()}
+
+
+def weight_bound_gaps():
+    """``k p_max <= min(k, e^{2 beta})`` for ``p_max = e^{2 beta}/(e^{2 beta} + k)`` (book, Proposition
+    ``c4-prop-embedding``). Returns ``(k - k p_max, e^{2 beta} - k p_max)`` in closed form:
+    ``k^2/(e^{2 beta} + k)`` and ``e^{4 beta}/(e^{2 beta} + k)``, both ``>= 0``."""
+    E = sp.exp(2 * beta)
+    kp = k * E / (E + k)
+    return sp.factor(sp.together(k - kp)), sp.factor(sp.together(E - kp))
+
+
+def block_scaling_optimum():
+    """The block scalings of the vector-contraction route (book, Theorem ``c4-thm-vector``).
+
+    For ``a^2, b^2, c^2 > 0``, ``F = (4/a^2 + 1/b^2 + p/c^2)(a^2 + b^2 + k c^2) >= (3 + sqrt(k p))^2``
+    (Cauchy--Schwarz), with equality at ``a^2 : b^2 : c^2 = 2 : 1 : sqrt(p/k)``. Returns
+    ``(at_optimum, lagrange)``: ``F`` at the optimum minus ``(3 + sqrt(k p))^2`` (simplifies to 0),
+    and ``F - (3 + sqrt(k p))^2`` written by Lagrange's identity as a sum of squares (its
+    difference from ``F - (3 + sqrt(k p))^2`` simplifies to 0, so the inequality holds).
+    """
+    a2, b2, c2, p, tt = sp.symbols("a2 b2 c2 p t", positive=True)
+    F = (4 / a2 + 1 / b2 + p / c2) * (a2 + b2 + k * c2)
+    bound = (3 + sp.sqrt(k * p)) ** 2
+    at_opt = sp.simplify(F.subs({a2: 2 * tt, b2: tt, c2: sp.sqrt(p / k) * tt}) - bound)
+    # Lagrange: (sum x_i^2)(sum y_i^2) - (sum x_i y_i)^2 = sum_{i<j} (x_i y_j - x_j y_i)^2 with
+    # x = (2/a, 1/b, sqrt(p)/c), y = (a, b, sqrt(k) c), sum x_i y_i = 3 + sqrt(k p).
+    x = (2 / sp.sqrt(a2), 1 / sp.sqrt(b2), sp.sqrt(p) / sp.sqrt(c2))
+    y = (sp.sqrt(a2), sp.sqrt(b2), sp.sqrt(k) * sp.sqrt(c2))
+    squares = sum((x[i] * y[j] - x[j] * y[i]) ** 2 for i in range(3) for j in range(i + 1, 3))
+    return at_opt, sp.simplify(sp.expand(F - bound - squares))
+
+
+def snis_bias_identities():
+    """The algebra behind the one-sided search bias (book, Proposition ``c5-prop-search-bias``).
+
+    Returns a dict of expressions that simplify to 0:
+
+    * ``"first"``: ``Y/D - [Y - Y (D - 1) + (Y/D)(D - 1)^2]``;
+    * ``"second"``: ``(Y/D)(D - 1)^2 - [Y (D - 1)^2 - (Y/D)(D - 1)^3]``;
+    * ``"third_moment_max"``: for ``f(I) = a sqrt(1 - I^2) + c (1 + I)`` (``a, c > 0``), ``f`` at
+      ``I* = c / sqrt(a^2 + c^2)`` minus ``c + sqrt(a^2 + c^2)``; and ``"third_moment_stationary"``:
+      ``f'(I*)``. (``f`` is concave on ``[-1, 1]``, so ``I*`` is its maximum.)
+    * ``"mean_*"``: moments of the means of three i.i.d. pairs ``(a_i, y_i)`` with ``E a = E y = 0``,
+      against ``E[ybar abar] = E[y a]/k``, ``E[ybar abar^2] = E[y a^2]/k^2``,
+      ``E[abar^2] = E a^2/k`` and ``E[abar^4] = (E a^4 + 3 (k - 1) (E a^2)^2)/k^3``, ``k = 3``.
+    """
+    Y, D = sp.symbols("Y D", real=True)
+    out = {"first": sp.simplify(Y / D - (Y - Y * (D - 1) + (Y / D) * (D - 1) ** 2)),
+           "second": sp.simplify((Y / D) * (D - 1) ** 2 - (Y * (D - 1) ** 2 - (Y / D) * (D - 1) ** 3))}
+    av, cv = sp.symbols("a c", positive=True)
+    mean_s = sp.Symbol("I", real=True)
+    f = av * sp.sqrt(1 - mean_s**2) + cv * (1 + mean_s)
+    istar = cv / sp.sqrt(av**2 + cv**2)
+    out["third_moment_max"] = sp.simplify(f.subs(mean_s, istar) - (cv + sp.sqrt(av**2 + cv**2)))
+    out["third_moment_stationary"] = sp.simplify(sp.diff(f, mean_s).subs(mean_s, istar))
+    n = 3
+    A = sp.symbols(f"a0:{n}", real=True)
+    Ys = sp.symbols(f"y0:{n}", real=True)
+    abar, ybar = sum(A) / n, sum(Ys) / n
+
+    def expect(expr):
+        """E of a polynomial in i.i.d. pairs (a_i, y_i), E a = E y = 0: monomial -> M_{r,t}."""
+        total = sp.Integer(0)
+        for term in sp.Add.make_args(sp.expand(expr)):
+            coeff, factors = term.as_coeff_mul()
+            powers = dict(f_.as_base_exp() for f_ in factors)
+            value = coeff
+            for i in range(n):
+                r_, t_ = powers.get(A[i], 0), powers.get(Ys[i], 0)
+                if (r_, t_) in ((1, 0), (0, 1)):
+                    value = sp.Integer(0)
+                    break
+                if (r_, t_) != (0, 0):
+                    value *= sp.Symbol(f"M{r_}{t_}")
+            total += value
+        return sp.simplify(total)
+
+    M11, M21, M20, M40 = (sp.Symbol(s_) for s_ in ("M11", "M21", "M20", "M40"))
+    out["mean_ya"] = sp.simplify(expect(ybar * abar) - M11 / n)
+    out["mean_ya2"] = sp.simplify(expect(ybar * abar**2) - M21 / n**2)
+    out["mean_a2"] = sp.simplify(expect(abar**2) - M20 / n)
+    out["mean_a4"] = sp.simplify(expect(abar**4) - (M40 + 3 * (n - 1) * M20**2) / n**3)
+    return out
+
+
+def gaussian_ratio_second_moment(rho=sp.Rational(4, 5)):
+    """``E_x E_pi m(x, .)^2`` for the Gaussian model in one dimension (book, generalisation chapter):
+    with ``m(x, y) = N(y; rho x, 1 - rho^2) / N(y; 0, 1)``, returns ``(conditional, outer)`` where
+    ``conditional`` is ``E_pi m(x,.)^2`` divided by ``exp(rho^2 x^2/(1 + rho^2))/sqrt(1 - rho^4)``
+    (simplifies to 1) and ``outer`` is ``E_x`` of that closed form times ``1 - rho^2`` (simplifies
+    to 1). In ``R^p`` the coordinates are independent: ``E_x E_pi m^2 = (1 - rho^2)^(-p)``."""
+    x, y = sp.symbols("x y", real=True)
+    v = 1 - rho**2
+
+    def pdf(z, mean, var):
+        return sp.exp(-(z - mean) ** 2 / (2 * var)) / sp.sqrt(2 * sp.pi * var)
+
+    m = pdf(y, rho * x, v) / pdf(y, 0, 1)
+    cond = sp.integrate(sp.expand(sp.simplify(m**2 * pdf(y, 0, 1))), (y, -sp.oo, sp.oo))
+    claim = sp.exp(rho**2 * x**2 / (1 + rho**2)) / sp.sqrt(1 - rho**4)
+    outer = sp.integrate(sp.expand(claim * pdf(x, 0, 1)), (x, -sp.oo, sp.oo))
+    return sp.simplify(cond / claim), sp.simplify(outer * v)
+
+
 # ---------------------------------------------------------------------------------------------
 # Chapter C6: the range of the loss.
 
