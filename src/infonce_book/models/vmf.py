@@ -247,18 +247,26 @@ class VonMisesFisher(ReferenceModel):
         return {"mu": mu, "sigma2": sigma2, **out}
 
     def bias_coefficients(self, tau, variant: str = "standard", order: int = 2) -> tuple:
-        """``(c1, c2)`` (or ``(c1, c2, c3)`` with ``order=3``) with
-        ``k (L_k - log k - L_inf) = c1 + c2/k + c3/k^2 + o(1/k^2)``.
+        """``(c1, c2)`` (or up to ``c3``, ``c4`` with ``order=3``, ``4``) with
+        ``k (L_k - log k - L_inf) = c1 + c2/k + c3/k^2 + c4/k^3 + O(k^-3.5)``.
 
         ``c1 = E(W+)/mu - sigma^2/(2 mu^2)`` (standard) or ``-sigma^2/(2 mu^2)`` (decoupled);
-        the higher coefficients are those derived by :func:`infonce_book.symbolic.bias_expansion`.
-        Source: book, Theorem ``c1-thm-rate`` and Proposition ``c1-prop-second-order``.
+        the higher coefficients are those derived by :func:`infonce_book.theory.symbolic.log_expansion`.
+        Source: book, Theorem ``c1-thm-rate``, Propositions ``c1-prop-second-order`` and
+        ``c1-prop-third-order``.
         """
         check_choice(variant, "variant", VARIANTS)
-        if order not in (1, 2, 3):
-            raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
+        if order not in (1, 2, 3, 4):
+            raise ValueError(f"order must be 1, 2, 3 or 4, got order={order!r}")
         mom = self.normalised_weight_moments(tau)
         args = (mom["u1"], mom["u2"], mom["u3"], mom["m2"], mom["m3"], mom["m4"])
+        if order == 4:  # two more moments: u4 = E U^4 and m5 = E (V - 1)^5, from log partitions
+            beta = 1.0 / check_tau(tau)
+            lz, lmu = self._lz, mom["log_mu"]
+            ev = [exp_or_raise(lz(j * beta) - j * lmu, f"E[(W/mu)^{j}]", tau) for j in range(6)]
+            m5 = sum(math.comb(5, j) * ev[j] * (-1) ** (5 - j) for j in range(6))
+            u4 = exp_or_raise(lz(self.kappa + 4 * beta) - lz(self.kappa) - 4 * lmu, "E[(W+/mu)^4]", tau)
+            args = args + (u4, m5)
         return tuple(float(f(*args)) for f in bias_coefficient_functions(variant, order))
 
     def anchor_laws(self, beta: float, *, closed_form: bool = True, n_nodes: int = N_NODES):
