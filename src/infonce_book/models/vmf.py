@@ -617,7 +617,8 @@ class VonMisesFisher(ReferenceModel):
     def decoupled_risk_minimiser(self, k) -> float:
         """The temperature ``tau_k`` minimising the decoupled risk ``L_k^dec`` (phi = identity), as
         the root of :meth:`decoupled_slope` (the risk is convex in ``beta``). Raises ValueError when
-        the slope stays negative (no minimiser: the risk decreases as tau -> 0)."""
+        the slope stays negative up to ``beta = 300`` (then the risk decreases as tau -> 0 over that
+        whole range; on S^2 it has no minimiser at all when ``(k - 1)/(k + 1) < A_3(kappa)``)."""
         k = check_k(k)
         if self.kappa == 0.0:
             raise ValueError("kappa = 0: the decoupled risk has no finite minimiser")
@@ -626,8 +627,8 @@ class VonMisesFisher(ReferenceModel):
             lo /= 2.0
         while self.decoupled_slope(hi, k) < 0:
             hi *= 1.5
-            if hi > 700.0:
-                raise ValueError(f"the decoupled risk at k={k} has no minimiser below tau=1/700 (its slope "
+            if hi > 300.0:  # beyond, e^{beta (s - 1)} underflows at s = -1
+                raise ValueError(f"the decoupled risk at k={k} has no minimiser above tau=1/300 (its slope "
                                  f"in beta stays negative: it decreases as tau -> 0)")
         return 1.0 / optimize.brentq(lambda b: self.decoupled_slope(b, k), lo, hi, xtol=1e-13, rtol=1e-14)
 
