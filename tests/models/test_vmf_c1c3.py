@@ -24,16 +24,16 @@ def test_search_bias_constants_against_mpmath_on_s2():
     kap, beta = mp.mpf(4), mp.mpf(2)
     R = _z3(2 * kap) / _z3(kap) ** 2
     em2s, em2s2 = mp.diff(_z3, 2 * kap) / _z3(kap) ** 2, mp.diff(_z3, 2 * kap, 2) / _z3(kap) ** 2
-    I = mp.coth(kap) - 1 / kap
-    var_m, var_ms, cov = R - 1, em2s2 - I**2, em2s - R * I
-    b_s = min(mp.sqrt(2 * var_m * (var_ms + var_m)), abs(cov) + (1 + abs(I)) * var_m)
+    i_s = mp.coth(kap) - 1 / kap
+    var_m, var_ms, cov = R - 1, em2s2 - i_s**2, em2s - R * i_s
+    b_s = min(mp.sqrt(2 * var_m * (var_ms + var_m)), abs(cov) + (1 + abs(i_s)) * var_m)
     u1_nu = _z3(kap + beta) * _z3(beta) / _z3(kap)
     c = VonMisesFisher(3, 4.0).search_bias_constants(0.5)
     assert c["model"] == pytest.approx(float(beta * b_s + u1_nu), rel=1e-10)
     assert c["uniform"] == pytest.approx(float(beta * (2 * R - 1.5) + mp.e ** (2 * beta)), rel=1e-12)
     assert c["cov_M"] == pytest.approx(float(cov), rel=1e-10)
     m_min = mp.e ** (-kap) / _z3(kap)
-    sd_mres = mp.sqrt(em2s2 - 2 * I * em2s + I**2 * R)
+    sd_mres = mp.sqrt(em2s2 - 2 * i_s * em2s + i_s**2 * R)
     old = beta * mp.sqrt(var_m) * sd_mres / m_min + mp.e**beta * _z3(kap + beta) / _z3(kap)
     assert c["model_m_min"] == pytest.approx(float(old), rel=1e-10)
 

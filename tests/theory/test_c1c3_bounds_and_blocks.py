@@ -32,10 +32,10 @@ def test_snis_bias_is_within_the_lemma_constant_for_any_discrete_law(n_values, s
     f = rng.uniform(-1, 1, size=n_values)
     ks = [1, 2, 4, 16, 64]
     bias, _ = snis_bias(m, f, p, ks)  # exact (Laplace quadrature), independent of the bound
-    I = p @ (m * f)
-    var_m, var_mf = p @ m**2 - 1, p @ (m * f) ** 2 - I**2
-    cov = p @ (m**2 * (f - I))
-    b_s = bounds.snis_bias_constant(var_m=var_m, var_mf=var_mf, cov_mf=cov, mean_f=I)
+    i_s = p @ (m * f)
+    var_m, var_mf = p @ m**2 - 1, p @ (m * f) ** 2 - i_s**2
+    cov = p @ (m**2 * (f - i_s))
+    b_s = bounds.snis_bias_constant(var_m=var_m, var_mf=var_mf, cov_mf=cov, mean_f=i_s)
     assert b_s <= 2 * (p @ m**2) - 1.5 + 1e-12
     assert np.all(np.abs(np.array(ks) * bias) <= b_s * (1 + 1e-9) + 1e-12)
 
