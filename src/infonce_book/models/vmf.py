@@ -580,7 +580,8 @@ class VonMisesFisher(ReferenceModel):
         """``tau*``: for ``1/kappa < tau`` the identity minimises ``E_x KL(M || Q^phi_tau)`` over all
         embeddings iff ``tau >= tau*`` (Theorem ``c3-thm-vmf-approx`` (4): iff
         ``A_1(kappa) - A_1(beta) >= A_n(kappa) - A_n(beta)`` for all ``n >= 2``). ``None`` when the
-        condition holds on the whole range (checked on ``n <= n_check`` and a grid in beta)."""
+        condition holds on the whole range (checked on ``n <= n_check`` and a grid of 400 values of
+        beta in ``(0, kappa)``); ValueError when the set where it holds is not one interval."""
         kap = self.kappa
         if kap == 0.0:
             return None
@@ -599,6 +600,9 @@ class VonMisesFisher(ReferenceModel):
         i = bad[0]
         if i == 0:
             return float("inf")
+        if not np.all(vals[i:] < 0):
+            raise ValueError(f"the identity's optimality condition changes sign more than once on (0, kappa) "
+                             f"at kappa={kap:g}: no single threshold tau*")
         return 1.0 / optimize.brentq(margin, grid[i - 1], grid[i], xtol=1e-12)
 
     # ------------------------------------------------------------------ C3: the decoupled minimiser

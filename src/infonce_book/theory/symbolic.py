@@ -463,6 +463,26 @@ def gaussian_density_ratio_moments():
     return sp.simplify(a_), second, sp.simplify(mean_over_x)
 
 
+def gaussian_third_moment_threshold():
+    """The Gaussian model's third moment of the density ratio, one coordinate at a time:
+    ``E_pi m^3 = e^{3 rho^2 x^2/(1 + 2 rho^2)} / ((1 - rho^2) sqrt(1 + 2 rho^2))`` (the Gaussian
+    integral with ``j = 3``), whose mean over ``x ~ N(0, 1)`` is finite iff
+    ``3 rho^2/(1 + 2 rho^2) < 1/2``. Returns ``(E_pi m^3 - closed form, the positive root of
+    3 rho^2/(1 + 2 rho^2) = 1/2)``: the residual simplifies to 0 and the root is 1/2.
+    """
+    y, x = sp.symbols("y x", real=True)
+    r = sp.Symbol("rho", positive=True)
+    s2 = 1 - r**2
+    log_integrand = (-3 * (y - r * x) ** 2 / (2 * s2) - 3 * sp.log(2 * sp.pi * s2) / 2
+                     + y**2 + sp.log(2 * sp.pi))
+    P = sp.Poly(sp.expand(log_integrand), y)
+    a_, b_, c_ = -P.coeff_monomial(y**2), P.coeff_monomial(y), P.coeff_monomial(1)
+    third = sp.sqrt(sp.pi / a_) * sp.exp(b_**2 / (4 * a_) + c_)
+    closed = sp.exp(3 * r**2 * x**2 / (1 + 2 * r**2)) / ((1 - r**2) * sp.sqrt(1 + 2 * r**2))
+    root = sp.solve(sp.Eq(3 * r**2 / (1 + 2 * r**2), sp.Rational(1, 2)), r)
+    return sp.simplify(third / closed - 1), root
+
+
 def two_point_posterior_check(k: int = 2):
     """Proposition ``c2-prop-bayes`` on the symbolic two-point model (:func:`two_point_model_search_check`):
     with the positive at a uniform position ``J`` among ``k + 1`` candidates, Bayes' formula
