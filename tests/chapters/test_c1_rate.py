@@ -52,3 +52,42 @@ def test_monte_carlo_records_use_a_bonferroni_level(tmp_path, monkeypatch):
     assert rec["C1-mc-k64"].ci_high - rec["C1-mc-k64"].measured == pytest.approx(z * 1e-3, rel=1e-9)
     assert rec["C1-mc-k64"].level == pytest.approx(1 - 0.05 / 4)
     assert out["coverage"] == 1.0 and math.isfinite(out["slope"])
+
+
+def test_third_order_records_use_the_declared_tolerance(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger("c1_rate", "smoke", "cpu", 0)
+    table = pd.DataFrame({"k": [128, 256], "r3": [0.95, 0.90], "r3_err": [1e-7, 1e-6], "c3": [0.98, 0.98],
+                          "c4": [-1.4, -1.4]})
+    out = chapter.ledger_third_order(led, VonMisesFisher(3, 4.0), 0.5, table)
+    rec = {r.id: r for r in led.records}
+    # k = 128: |0.95 - 0.98| = 0.03 > 2 * 1.4 / 128 + 3e-7 = 0.0219 -> fails; k = 256: 0.08 > 0.011 -> fails
+    assert not rec["C1-c3-k128"].passed and not rec["C1-c3-k256"].passed
+    assert out["r3_tol_k128"] == pytest.approx(2 * 1.4 / 128 + 3e-7)
+
+
+def test_third_order_table_measures_c3_at_moderate_k():
+    model = VonMisesFisher(3, 4.0)
+    t = chapter.third_order_table.uncached(model, 0.5, [128])
+    row = t.iloc[0]
+    # Proposition c1-prop-third-order: r3 = c3 + c4/k + O(k^-3/2); c3 = 0.980452 (mpmath, tests/models)
+    assert abs(row["r3"] - row["c3"]) <= 2 * abs(row["c4"]) / 128 + 3 * row["r3_err"]
+    assert row["c3"] == pytest.approx(0.9804516, abs=1e-6)
+
+
+def test_in_batch_records_are_bonferroni_and_the_richardson_constant(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger("c1_rate", "smoke", "cpu", 0)
+    model = VonMisesFisher(3, 4.0)
+    exact = chapter.in_batch_exact.uncached(model, 0.5, [2, 8])
+    mc = pd.DataFrame({"form": ["clip", "nt_xent"], "B": [8, 8], "k": [7, 14],
+                       "cv_mean": [exact.bias.iloc[1], exact.bias.iloc[3] + 1.0], "cv_se": [1e-3, 1e-3],
+                       "plain_mean": [0.0, 0.0], "plain_se": [1.0, 1.0], "n_batches": [1000, 1000],
+                       "device": ["cpu", "cpu"]})
+    out = chapter.ledger_in_batch(led, model, 0.5, exact, mc)
+    rec = {r.id: r for r in led.records}
+    assert rec["C1-inbatch-clip-B8"].passed and not rec["C1-inbatch-ntxent-B8"].passed
+    assert rec["C1-inbatch-clip-B8"].level == pytest.approx(1 - 0.05 / 2)
+    assert rec["C1-ntxent-c1"].passed and out["mc_covered"] == 1
+    # CLIP rows are InfoNCE tuples with k = B - 1 (Proposition c1-prop-clip)
+    assert exact.bias.iloc[1] == pytest.approx(model.exact_bias(7, 0.5), rel=1e-12)

@@ -29,3 +29,37 @@ def test_two_cluster_sample_is_on_two_antipodal_points():
 
     x = chapter._two_cluster_sample(1000, 3, torch.Generator().manual_seed(0), "cpu")
     assert set(map(tuple, x.numpy().tolist())) == {(1.0, 0.0, 0.0), (-1.0, 0.0, 0.0)}
+
+
+def test_sharp_kl_records(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger("c3_temperature", "smoke", "cpu", 0)
+    table = chapter.sharp_kl_check(betas=(2.0, 10.0), n_random=3, seed=0)
+    chapter.ledger_sharp_kl(led, table)
+    rec = {r.id: r for r in led.records}
+    assert all(r.passed for r in led.records) and "C3-kl-asym-beta10" in rec
+    assert table.random_max.max() <= table.psi.max() + 1e-12
+
+
+def test_decoupled_record_uses_richardson(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger("c3_temperature", "smoke", "cpu", 0)
+    C = 8.0
+    table = pd.DataFrame({"k": [256, 512, 1024], "k_shift": [C + 48 / 256, C + 48 / 512, C + 48 / 1024],
+                          "C": [C] * 3, "tau_k": [0.248] * 3})
+    out = chapter.ledger_decoupled(led, VonMisesFisher(3, 4.0), table)
+    assert led.records[0].passed and out["richardson"] == pytest.approx(C, abs=1e-12)
+
+
+def test_approximation_records(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger("c3_temperature", "smoke", "cpu", 0)
+    model = VonMisesFisher(3, 4.0)
+    table = chapter.approximation_table.uncached(model, [1.0, 0.5, 0.2])
+    mc = pd.DataFrame({"gain": [0.0035, 0.0036, 0.0037], "identity_error": [0.176, 0.1765, 0.1762],
+                       "a1": [0.88] * 3, "a2": [0.12] * 3, "predicted_gain": [0.003583] * 3,
+                       "identity_closed_form": [0.1763396] * 3})
+    out = chapter.ledger_approximation(led, model, table, mc, 0.5)
+    assert all(r.passed for r in led.records)
+    assert out["infimum"] == pytest.approx(0.172757, abs=2e-6)  # the convex programme (certified)
+    assert table.set_index("tau").loc[0.2, "infimum"] == 0.0

@@ -13,32 +13,55 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from myst_nb import glue
 
 from ..experiment.cache import cached
 from ..experiment.setup import ChapterContext, setup_chapter
 from ..models import VonMisesFisher
 from ..theory.bounds import bias_bounds, lipschitz_log_bound, uniform_bias_constant
-from ..theory.estimators import monte_carlo_bias
+from ..theory.estimators import in_batch_negatives, monte_carlo_bias, monte_carlo_in_batch_bias
 from ..theory.exact import exact_bias, exact_bias_with_error
-from ..theory.stats import Estimate, coverage_interval, fit_loglog_slope
+from ..theory.stats import Estimate, coverage_interval, fit_loglog_slope, normal_quantile
 
 STEM = "c1_rate"
 
 SIZES = {
     "smoke": {"mc_tuples": 2000, "mc_ks": [1, 4, 16, 64, 256, 1024], "exact_k_max_log2": 20,
-              "sweep_taus": [0.25, 0.5, 1.0], "sweep_kappas": [1.0, 4.0, 16.0], "mc_batch": 1000},
+              "sweep_taus": [0.25, 0.5, 1.0], "sweep_kappas": [1.0, 4.0, 16.0], "mc_batch": 1000,
+              "inbatch_Bs": [2, 8, 32], "inbatch_rows": 2**14},
     "standard": {"mc_tuples": 20000, "mc_ks": [1, 4, 16, 64, 256, 1024, 4096], "exact_k_max_log2": 20,
                  "sweep_taus": [0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0],
-                 "sweep_kappas": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0], "mc_batch": 2000},
+                 "sweep_kappas": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0], "mc_batch": 2000,
+                 "inbatch_Bs": [2, 4, 8, 16, 32], "inbatch_rows": 2**17},
     "full": {"mc_tuples": 100000, "mc_ks": [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536],
              "exact_k_max_log2": 20, "sweep_taus": [0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0],
-             "sweep_kappas": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0], "mc_batch": 4000},
+             "sweep_kappas": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0], "mc_batch": 4000,
+             "inbatch_Bs": [2, 4, 8, 16, 32, 64, 128], "inbatch_rows": 2**20},
 }
+
+#: The numbers of negatives at which the third-order coefficient is recorded: large enough for
+#: the neglected ``c4/k`` to be small, small enough for ``k^3`` times the quadrature's error
+#: (about 1e-14 to 1e-13) to stay below 1e-5 (it exceeds that from k of about 1000 on).
+THIRD_ORDER_KS = (64, 128, 256)
 
 
 def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> ChapterContext:
     """The chapter's set-up (see :func:`~infonce_book.experiment.setup.setup_chapter`)."""
     return setup_chapter(STEM, profile, device, seed, sizes=SIZES)
+
+
+def glue_all(values: dict, prefix: str = "") -> None:
+    """Glue every entry of ``values`` (plain floats, ints or strings) under ``prefix + key``, for
+    ``{glue:text}`` in the page's prose, without displaying them (one call per cell)."""
+    for key, value in values.items():
+        if isinstance(value, (np.floating, np.integer)):
+            value = value.item()  # glue cannot format NumPy scalars (myst-nb #615)
+        glue(f"{prefix}{key}", value, display=False)
+
+
+def parameters_summary(model, tau: float) -> dict:
+    """The page's parameters as glue values: ``kappa``, ``tau``, ``dim``, ``sphere_dim``."""
+    return {"kappa": float(model.kappa), "tau": float(tau), "dim": int(model.dim), "sphere_dim": int(model.dim - 1)}
 
 
 @cached
@@ -247,6 +270,186 @@ def ledger_sweep(ledger, sweep: pd.DataFrame, dim: int) -> None:
                       ci_high=row["c1_richardson"] + row["c1_richardson_err"],
                       params={**VonMisesFisher(dim, row["kappa"]).params, "tau": row["tau"],
                               "variant": "standard"})
+
+
+def exact_summary(model, tau: float, exact: pd.DataFrame) -> dict:
+    """Values the page quotes from :func:`exact_curve` (standard variant): ``k_max``, ``c1_value``,
+    ``c2_value``, ``c3_value``, ``kbias_1024`` and the decoupled ``c1_dec_value``."""
+    std = exact[exact.variant == "standard"]
+    c1, c2, c3 = model.bias_coefficients(tau, "standard", order=3)
+    return {"k_max": int(std.k.max()), "c1_value": c1, "c2_value": c2, "c3_value": c3,
+            "kbias_1024": float(std.loc[std.k == 1024, "k_bias"].iloc[0]),
+            "c1_dec_value": model.bias_coefficients(tau, "decoupled", order=1)[0]}
+
+
+@cached
+def third_order_table(model, tau: float, ks: list):
+    """The third-order check of Proposition ``c1-prop-third-order``.
+
+    Columns: ``k``, ``k_bias`` (``K_k = k (L_k - log k - L_inf)``, exact), ``r3``
+    (``k^2 (K_k - c1 - c2/k)``), ``r3_err`` (``k^3`` times the measured error of the exact value),
+    ``c3``, ``c4``, ``c3_plus_c4_over_k``.
+    """
+    c1, c2, c3, c4 = model.bias_coefficients(tau, "standard", order=4)
+    b, err = exact_bias_with_error(model, ks, tau, "standard")
+    rows = []
+    for k, v, e in zip(ks, b, err):
+        K = k * float(v)
+        rows.append({"k": int(k), "k_bias": K, "r3": k**2 * (K - c1 - c2 / k), "r3_err": k**3 * float(e),
+                     "c3": c3, "c4": c4, "c3_plus_c4_over_k": c3 + c4 / k})
+    return pd.DataFrame(rows)
+
+
+def ledger_third_order(ledger, model, tau: float, table: pd.DataFrame) -> dict:
+    """``C1-c3-k<k>``: the third-order coefficient ``c3`` (predicted, closed form) against
+    ``k^2 (K_k - c1 - c2/k)`` from the exact values (measured), with the interval
+    measured +- (``2 |c4| / k`` (the next term, declared in advance) + ``3 k^3 err_k``).
+
+    Returns the values the page quotes (``c3``, ``c4``, ``r3`` and its tolerance at each k)."""
+    out = {}
+    for _, row in table.iterrows():
+        k = int(row["k"])
+        half = 2.0 * abs(row["c4"]) / k + 3.0 * row["r3_err"]
+        ledger.record(claim="C1", id=f"C1-c3-k{k}", quantity="k2_remainder", predicted=row["c3"],
+                      measured=Estimate.exact(row["r3"], half, method="exact quadrature"),
+                      params={**model.params, "tau": tau, "variant": "standard", "k": k,
+                              "tolerance": "2|c4|/k + 3 k^3 err"})
+        out[f"r3_k{k}"], out[f"r3_tol_k{k}"] = float(row["r3"]), float(half)
+    out.update({"c3": float(table["c3"].iloc[0]), "c4": float(table["c4"].iloc[0])})
+    return out
+
+
+@cached
+def in_batch_exact(model, tau: float, batch_sizes: list):
+    """Exact ``E log T`` of an anchor row of CLIP and NT-Xent for each batch size (quadrature,
+    :meth:`~infonce_book.models.VonMisesFisher.exact_in_batch_bias`), with the predictions.
+
+    Columns: ``form, B, k, bias, error, k_bias, c1, c2, second_order`` (``c1 + c2/k``).
+    """
+    rows = []
+    for form in ("clip", "nt_xent"):
+        c1, c2 = model.in_batch_bias_coefficients(tau, form)
+        vals, errs = model.exact_in_batch_bias(batch_sizes, tau, form)
+        for B, v, e in zip(batch_sizes, vals, errs):
+            k = in_batch_negatives(form, B)
+            rows.append({"form": form, "B": int(B), "k": k, "bias": float(v), "error": float(e),
+                         "k_bias": k * float(v), "c1": c1, "c2": c2, "second_order": c1 + c2 / k})
+    return pd.DataFrame(rows)
+
+
+@cached
+def in_batch_monte_carlo(model, tau: float, batch_sizes: list, n_rows: int, device: str, seed: int):
+    """Monte Carlo of both in-batch losses (:func:`~infonce_book.theory.estimators.monte_carlo_in_batch_bias`)
+    with ``n_rows // B`` batches per batch size (at least 500); seeds ``seed + 2 i`` (CLIP) and
+    ``seed + 2 i + 1`` (NT-Xent).
+
+    Columns: ``form, B, k, cv_mean, cv_se, plain_mean, plain_se, n_batches, device``.
+    """
+    rows = []
+    for i, B in enumerate(batch_sizes):
+        for j, form in enumerate(("clip", "nt_xent")):
+            r = monte_carlo_in_batch_bias(model, B, tau, max(500, n_rows // B), form=form, device=device,
+                                          seed=seed + 2 * i + j)
+            rows.append({"form": form, "B": int(B), "k": r["k"], "cv_mean": r["cv"].mean, "cv_se": r["cv"].se,
+                         "plain_mean": r["plain"].mean, "plain_se": r["plain"].se,
+                         "n_batches": r["n_batches"], "device": r["device"]})
+    return pd.DataFrame(rows)
+
+
+def ntxent_richardson(model, tau: float, k: int = 1024) -> tuple[float, float]:
+    """``c1^NT`` extrapolated from the exact NT-Xent values at ``k/2, k, 2k`` negatives
+    (``B = k/4 + 1, k/2 + 1, k + 1``): ``2K(2k) - K(k)``, with the error ``|change from (k/2, k)|``
+    plus twice the propagated numerical error, times 3 (as :func:`richardson_c1`)."""
+    ks = np.array([k // 2, k, 2 * k])
+    vals, errs = model.exact_in_batch_bias([int(q // 2 + 1) for q in ks], tau, "nt_xent")
+    K, dK = ks * vals, ks * errs
+    hi, lo = 2 * K[2] - K[1], 2 * K[1] - K[0]
+    return float(hi), float(3.0 * (abs(hi - lo) + 2 * dK[2] + dK[1]))
+
+
+def ledger_in_batch(ledger, model, tau: float, exact: pd.DataFrame, mc: pd.DataFrame) -> dict:
+    """Ledger records of the in-batch section.
+
+    * ``C1-inbatch-<form>-B<B>``: predicted = the exact ``E log T`` of a row (CLIP: InfoNCE's with
+      ``k = B - 1``, Proposition ``c1-prop-clip``; NT-Xent: the pair-law quadrature), measured =
+      Monte Carlo of the in-batch loss itself (control variates, batch means), Bonferroni over
+      all records of the section (level ``1 - 0.05/n``).
+    * ``C1-ntxent-c1``: predicted ``c1^NT = c1 - gamma/2`` (Proposition ``c1-prop-ntxent``),
+      measured by :func:`ntxent_richardson` at ``k = 1024`` (interval: its error).
+
+    Returns the values the page quotes.
+    """
+    n = len(mc)
+    ex = exact.set_index(["form", "B"])
+    covered = 0
+    for _, row in mc.iterrows():
+        form, B = row["form"], int(row["B"])
+        pred = float(ex.loc[(form, B), "bias"])
+        est = Estimate(row["cv_mean"], row["cv_se"], int(row["n_batches"]), 1.0 - 0.05 / n,
+                       method="control variates, batch means")
+        rec = ledger.record(claim="C1", id=f"C1-inbatch-{form.replace('_', '')}-B{B}", quantity="in_batch_bias",
+                            predicted=pred, measured=est,
+                            params={**model.params, "tau": tau, "form": form, "B": B, "k": int(row["k"]),
+                                    "n_batches": int(row["n_batches"]), "interval": f"Bonferroni, level 1-0.05/{n}",
+                                    "mc_device": str(row["device"])})
+        covered += rec.passed
+    c1_nt, c2_nt = model.in_batch_bias_coefficients(tau, "nt_xent")
+    rich, err = ntxent_richardson(model, tau)
+    ledger.record(claim="C1", id="C1-ntxent-c1", quantity="c1_ntxent", predicted=c1_nt,
+                  measured=Estimate.exact(rich, err, method="Richardson on the exact NT-Xent values"),
+                  params={**model.params, "tau": tau, "form": "nt_xent", "k": 2048})
+    c1, c2 = model.in_batch_bias_coefficients(tau, "clip")
+    pair = model.pair_weight_moments(tau)
+    ratio = (exact[exact.form == "clip"].set_index("B")["bias"] / exact[exact.form == "nt_xent"].set_index("B")["bias"])
+    return {"min_ratio_clip_nt": float(ratio.min()), "ratio_clip_nt_Bmax": float(ratio.iloc[-1]),
+            "c1_clip": c1, "c2_clip": c2, "c1_nt": c1_nt, "c2_nt": c2_nt, "gamma": pair["gamma"],
+            "delta": pair["delta"], "c1_nt_richardson": rich, "c1_nt_richardson_err": err,
+            "mc_covered": int(covered), "mc_n": n, "B_max": int(mc["B"].max()),
+            "exact_B_max": int(exact["B"].max())}
+
+
+def fig_in_batch(exact: pd.DataFrame, mc: pd.DataFrame, *, title: str = ""):
+    """``k (L_B - log k - L_inf)`` against the batch size for CLIP (``k = B - 1``) and NT-Xent
+    (``k = 2B - 2``): exact (lines), Monte Carlo (points, 95% intervals), and the limits ``c1``."""
+    fig, ax = plt.subplots()
+    for form, name in (("clip", "CLIP, $k = B - 1$"), ("nt_xent", "NT-Xent, $k = 2B - 2$")):
+        t = exact[exact.form == form]
+        line, = ax.plot(t["B"], t["k_bias"], "-", label=f"{name}: exact")
+        ax.axhline(t["c1"].iloc[0], color=line.get_color(), ls="--", lw=1)
+        m = mc[mc.form == form]
+        half = normal_quantile(0.95) * m["cv_se"] * m["k"]
+        ax.errorbar(m["B"], m["k"] * m["cv_mean"], yerr=half, fmt="o", ms=4, capsize=3, color=line.get_color(),
+                    label=f"{name}: Monte Carlo")
+    ax.set_xscale("log")
+    ax.set_xlabel("batch size $B$")
+    ax.set_ylabel(r"$k\,(L_B - \log k - L_\infty)$ (nats)")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def exercise_values(model, exercise_model, tau: float, exercise_tau: float, sign_tau: float) -> dict:
+    """The numbers the exercises ask for, computed (the solutions glue them).
+
+    * higher dimension: ``c1``, ``u1``, ``m2`` for ``exercise_model`` and ``model`` at ``tau``,
+      and ``k (L_k - log k - L_inf)`` of ``exercise_model`` at ``k = 1e4, 1e5``;
+    * third order at ``exercise_tau``: ``c3``, ``c4`` and ``k^2 (K_k - c1 - c2/k)`` at k = 128;
+    * the sign exercise: ``c1`` and the exact bias at ``k = 1`` at ``sign_tau``.
+    """
+    out = {}
+    for name, m in (("hd", exercise_model), ("p", model)):
+        mom = m.normalised_weight_moments(tau)
+        out.update({f"{name}_c1": m.bias_coefficients(tau, order=1)[0], f"{name}_u1": mom["u1"],
+                    f"{name}_m2": mom["m2"], f"{name}_dim": int(m.dim)})
+    for k in (10**4, 10**5):
+        out[f"hd_kbias_{k}"] = k * exercise_model.exact_bias(k, tau)
+    c1, c2, c3, c4 = model.bias_coefficients(exercise_tau, order=4)
+    K = 128 * model.exact_bias(128, exercise_tau)
+    out.update({"t3_c3": c3, "t3_c4": c4, "t3_r3": 128**2 * (K - c1 - c2 / 128), "t3_tau": exercise_tau})
+    out.update({"sign_c1": model.bias_coefficients(sign_tau, order=1)[0],
+                "sign_bias_k1": model.exact_bias(1, sign_tau), "sign_tau": sign_tau})
+    return {key: (float(v) if not isinstance(v, int) else v) for key, v in out.items()}
 
 
 def fig_bias_vs_k(exact, mc=None, *, title: str = ""):

@@ -12,13 +12,25 @@ import numbers
 
 import numpy as np
 import torch
-from scipy import special
+from scipy import optimize, special
 
 from ..losses import VARIANTS
-from ..theory.exact import N_NODES, DiscreteLaws, ein, exact_bias, exp1_from_log, expected_log_T, snis_bias
+from ..theory import symbolic
+from ..theory.bounds import search_bias_constant, search_bias_constant_l2, snis_bias_constant
+from ..theory.exact import (
+    N_NODES,
+    DiscreteLaws,
+    ein,
+    exact_bias,
+    exact_bias_with_error,
+    exp1_from_log,
+    expected_log_T,
+    expected_log_T_blocks,
+    snis_bias,
+)
 from ..theory.search import monte_carlo_search_cross_entropy
 from ..theory.stats import Estimate
-from ..theory.symbolic import bias_coefficient_functions
+from ..theory.symbolic import bias_coefficient_functions, ntxent_bias_coefficients
 from ..utils.device import resolve_device
 from ..utils.validation import (
     check_at_least,
@@ -99,6 +111,19 @@ def _log_bessel_i(nu: float, x: np.ndarray) -> np.ndarray:
         import mpmath  # optional heavy import, only where scipy's ive underflows (large orders)
 
         out[bad] = [float(mpmath.log(mpmath.besseli(nu, float(v)))) for v in x[bad]]
+    return out
+
+
+def _log_bessel_i_orders(orders: np.ndarray, x: float) -> np.ndarray:
+    """``log I_nu(x)`` for several orders at one ``x > 0`` (scipy's ``ive``; mpmath where it underflows)."""
+    orders = np.asarray(orders, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        out = np.log(special.ive(orders, x)) + x
+    bad = ~np.isfinite(out)
+    if np.any(bad):
+        import mpmath  # optional heavy import, only where scipy's ive underflows (large orders)
+
+        out[bad] = [float(mpmath.log(mpmath.besseli(float(o), x))) for o in orders[bad]]
     return out
 
 
@@ -222,18 +247,26 @@ class VonMisesFisher(ReferenceModel):
         return {"mu": mu, "sigma2": sigma2, **out}
 
     def bias_coefficients(self, tau, variant: str = "standard", order: int = 2) -> tuple:
-        """``(c1, c2)`` (or ``(c1, c2, c3)`` with ``order=3``) with
-        ``k (L_k - log k - L_inf) = c1 + c2/k + c3/k^2 + o(1/k^2)``.
+        """``(c1, c2)`` (or up to ``c3``, ``c4`` with ``order=3``, ``4``) with
+        ``k (L_k - log k - L_inf) = c1 + c2/k + c3/k^2 + c4/k^3 + O(k^-3.5)``.
 
         ``c1 = E(W+)/mu - sigma^2/(2 mu^2)`` (standard) or ``-sigma^2/(2 mu^2)`` (decoupled);
-        the higher coefficients are those derived by :func:`infonce_book.symbolic.bias_expansion`.
-        Source: book, Theorem ``c1-thm-rate`` and Proposition ``c1-prop-second-order``.
+        the higher coefficients are those derived by :func:`infonce_book.theory.symbolic.log_expansion`.
+        Source: book, Theorem ``c1-thm-rate``, Propositions ``c1-prop-second-order`` and
+        ``c1-prop-third-order``.
         """
         check_choice(variant, "variant", VARIANTS)
-        if order not in (1, 2, 3):
-            raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
+        if order not in (1, 2, 3, 4):
+            raise ValueError(f"order must be 1, 2, 3 or 4, got order={order!r}")
         mom = self.normalised_weight_moments(tau)
         args = (mom["u1"], mom["u2"], mom["u3"], mom["m2"], mom["m3"], mom["m4"])
+        if order == 4:  # two more moments: u4 = E U^4 and m5 = E (V - 1)^5, from log partitions
+            beta = 1.0 / check_tau(tau)
+            lz, lmu = self._lz, mom["log_mu"]
+            ev = [exp_or_raise(lz(j * beta) - j * lmu, f"E[(W/mu)^{j}]", tau) for j in range(6)]
+            m5 = sum(math.comb(5, j) * ev[j] * (-1) ** (5 - j) for j in range(6))
+            u4 = exp_or_raise(lz(self.kappa + 4 * beta) - lz(self.kappa) - 4 * lmu, "E[(W+/mu)^4]", tau)
+            args = args + (u4, m5)
         return tuple(float(f(*args)) for f in bias_coefficient_functions(variant, order))
 
     def anchor_laws(self, beta: float, *, closed_form: bool = True, n_nodes: int = N_NODES):
@@ -319,6 +352,300 @@ class VonMisesFisher(ReferenceModel):
         if variant == "standard":
             d1 -= self.normalised_weight_moments(tau)["u1"]
         return d1
+
+    # ------------------------------------------------------------------ C2: constants of the bound
+    def density_ratio_second_moment(self) -> float:
+        """``R = E_pi m(x, .)^2 = Z(2 kappa)/Z(kappa)^2`` (the same for every x); also ``R_bar``."""
+        return float(exp_or_raise(self._lz(2 * self.kappa) - 2 * self._lz(self.kappa), "Z(2 kappa)/Z(kappa)^2", 1.0))
+
+    def _lz(self, b) -> float:
+        return float(self.log_partition(b))
+
+    def _A(self, b) -> float:
+        return float(mean_resultant_length(self.dim, b))
+
+    def search_bias_constants(self, tau) -> dict:
+        """The constants of Theorem ``c2-thm-search`` for this model (phi = identity), in nats.
+
+        * ``model``: ``beta B_S + u1 nu`` with the model's own moments (``B_S`` of Lemma
+          ``c2-lem-snis``, ``nu = E[1/V | x] = Z(beta)^2``, so ``u1 nu = Z(kappa + beta) Z(beta)/Z(kappa)``);
+        * ``uniform``: ``C_H(tau) = beta (2 R - 3/2) + e^{2 beta}``, valid for every embedding
+          into the unit ball (:func:`~infonce_book.theory.bounds.search_bias_constant_l2`);
+        * ``model_m_min``, ``uniform_m_min``: the constants of the bounded-ratio form, which
+          need ``m >= m_min = e^{-kappa}/Z(kappa)``:
+          ``beta sd(m) sd(m (s - i_s))/m_min + u1/a`` and
+          :func:`~infonce_book.theory.bounds.search_bias_constant`;
+        * ``R``, ``cov_M`` (``Cov_M(m, s)``), ``B_S``, ``u1_nu``.
+
+        Moments by ``E_pi[m^2 s^j] = Z^{(j)}(2 kappa)/Z(kappa)^2`` with ``Z' = Z A`` and
+        ``Z'' = Z (A' + A^2)``, ``A' = 1 - A^2 - (p - 1) A / b``.
+        """
+        beta = 1.0 / check_tau(tau)
+        kap, p = self.kappa, self.dim
+        R = self.density_ratio_second_moment()
+        i_s = self._A(kap)
+        A2 = self._A(2 * kap) if kap > 0 else 0.0
+        dA2 = 1.0 - A2**2 - ((p - 1) * A2 / (2 * kap) if kap > 0 else 1.0 / p)
+        em2s, em2s2 = R * A2, R * (dA2 + A2**2)
+        var_m, var_ms, cov = R - 1.0, em2s2 - i_s * i_s, em2s - R * i_s
+        b_s = snis_bias_constant(var_m=max(var_m, 0.0), var_mf=max(var_ms, 0.0), cov_mf=cov, mean_f=i_s)
+        u1_nu = math.exp(self._lz(kap + beta) + self._lz(beta) - self._lz(kap))
+        m_min = math.exp(-kap - self._lz(kap))
+        sd_mres = math.sqrt(max(em2s2 - 2 * i_s * em2s + i_s * i_s * R, 0.0))
+        u1_over_a = math.exp(beta + self._lz(kap + beta) - self._lz(kap))
+        return {"model": beta * b_s + u1_nu, "uniform": search_bias_constant_l2(tau, second_moment=R),
+                "model_m_min": beta * math.sqrt(var_m) * sd_mres / m_min + u1_over_a,
+                "uniform_m_min": search_bias_constant(tau, sd_m=math.sqrt(var_m), second_moment_m=R, m_min=m_min),
+                "R": R, "cov_M": cov, "B_S": b_s, "u1_nu": u1_nu}
+
+    # ------------------------------------------------------------------ C1: in-batch negatives
+    def pair_weight_moments(self, tau, n_nodes: int = 400) -> dict:
+        """Moments of the two views ``x_j``, ``x_j^+`` of another pair, as NT-Xent negatives of an
+        anchor ``a`` (book, Proposition ``c1-prop-ntxent``): with ``V = e^{beta <a, x_j>}/mu`` and
+        ``V' = e^{beta <a, x_j^+>}/mu``,
+
+        ``E[W^i W'^j | a] = E_t[e^{i beta t} Z(sqrt(kappa^2 + j^2 beta^2 + 2 kappa j beta t))] / Z(kappa)``
+
+        (``t = <a, x_j>`` under pi; Gauss--Jacobi quadrature in t, log space). Returns
+        ``gamma = Cov(V, V' | a)``, ``delta = E[(V - 1)^2 (V' - 1) | a]`` and ``E_VV = E[V V' | a]``,
+        the same for every anchor.
+        """
+        beta = 1.0 / check_tau(tau)
+        n_nodes = check_k(n_nodes, "n_nodes")
+        alpha = (self.dim - 3.0) / 2.0
+        t, w = special.roots_jacobi(n_nodes, alpha, alpha)
+        log_w = np.log(w / w.sum())
+        kap, lmu = self.kappa, self._lz(beta)
+
+        def log_moment(i, j):  # log E[V^i V'^j]
+            r = np.sqrt(np.maximum(kap**2 + (j * beta) ** 2 + 2 * kap * j * beta * t, 0.0))
+            vals = log_w + i * beta * t + log_vmf_partition(self.dim, r)
+            return float(special.logsumexp(vals)) - self._lz(kap) - (i + j) * lmu
+
+        e_vv, e_v2v = math.exp(log_moment(1, 1)), math.exp(log_moment(2, 1))
+        e_v2 = math.exp(self._lz(2 * beta) - 2 * lmu)
+        return {"gamma": e_vv - 1.0, "delta": e_v2v - e_v2 - 2.0 * e_vv + 2.0, "E_VV": e_vv}
+
+    def in_batch_bias_coefficients(self, tau, form: str = "clip") -> tuple:
+        """``(c1, c2)`` of the in-batch forms (book, C1 chapter, in-batch section): with ``k``
+        negatives per row (``B - 1`` for ``"clip"``, ``2B - 2`` for ``"nt_xent"``),
+        ``k (L_B - log k - L_inf) = c1 + c2/k + O(k^-2)``. CLIP: InfoNCE's ``c1, c2``
+        (Proposition ``c1-prop-clip``); NT-Xent: ``c1 - gamma/2`` and
+        :func:`~infonce_book.theory.symbolic.ntxent_bias_coefficients` (Proposition
+        ``c1-prop-ntxent``)."""
+        check_choice(form, "form", ("clip", "nt_xent"))
+        if form == "clip":
+            return self.bias_coefficients(tau, "standard", order=2)
+        mom, pair = self.normalised_weight_moments(tau), self.pair_weight_moments(tau)
+        subs = {symbolic.u1: mom["u1"], symbolic.u2: mom["u2"], symbolic.m2: mom["m2"], symbolic.m3: mom["m3"],
+                symbolic.gamma_pair: pair["gamma"], symbolic.delta_pair: pair["delta"]}
+        return tuple(float(c.xreplace(subs)) for c in ntxent_bias_coefficients(2))
+
+    def _pair_laws(self, beta: float, nodes: tuple):
+        """Node laws of ``S = V + V'`` (one pair of views of another batch element) and of the
+        positive's ``U``, given an anchor: 3-D product rule in ``t = <a, x_j>``, the cosine
+        ``w = <x_j, x_j^+>`` (vMF-weighted) and the cosine ``c`` of the direction of ``x_j^+``
+        about ``x_j`` against that of ``a`` (density ``(1 - c^2)^{(p-4)/2}``), so that
+        ``<a, x_j^+> = t w + sqrt(1 - t^2) sqrt(1 - w^2) c``. Checked against the closed-form
+        moments (raises ValueError if a relative error exceeds ``RESOLUTION_TOLERANCE``)."""
+        if self.dim < 3:
+            raise ValueError(f"the NT-Xent pair law needs dim >= 3, got dim={self.dim}")
+        n_t, n_w, n_c = nodes
+        a = (self.dim - 3.0) / 2.0
+        t, wt = special.roots_jacobi(n_t, a, a)
+        w, ww = special.roots_jacobi(n_w, a, a)
+        c, wc = special.roots_jacobi(n_c, (self.dim - 4.0) / 2.0, (self.dim - 4.0) / 2.0)
+        ww = ww * np.exp(self.kappa * (w - 1.0))
+        wt, ww, wc = wt / wt.sum(), ww / ww.sum(), wc / wc.sum()
+        t2 = (t[:, None, None] * w[None, :, None]
+              + np.sqrt(1 - t**2)[:, None, None] * np.sqrt(1 - w**2)[None, :, None] * c[None, None, :])
+        lmu = self._lz(beta)
+        V = np.broadcast_to(np.exp(beta * t - lmu)[:, None, None], t2.shape).ravel()
+        Vp = np.exp(beta * t2 - lmu).ravel()
+        weights = (wt[:, None, None] * ww[None, :, None] * wc[None, None, :]).ravel()
+        U = np.exp(beta * w - lmu)
+        pair = self.pair_weight_moments(1.0 / beta)
+        mom = self.normalised_weight_moments(1.0 / beta)
+        checks = (("E V", weights @ V, 1.0), ("E V'", weights @ Vp, 1.0),
+                  ("E V V'", weights @ (V * Vp), 1.0 + pair["gamma"]), ("E U", ww @ U, mom["u1"]))
+        for name, got, want in checks:
+            if not abs(got / want - 1.0) <= RESOLUTION_TOLERANCE:
+                raise ValueError(f"the NT-Xent pair law is not resolved at dim={self.dim}, kappa={self.kappa:g}, "
+                                 f"tau={1.0 / beta:g} with nodes {nodes}: {name} = {got:.12g} against {want:.12g}")
+        return V + Vp, weights, U, ww
+
+    def exact_in_batch_bias(self, batch_sizes, tau, form: str = "nt_xent", *,
+                            nodes: tuple = (64, 64, 32)) -> tuple[np.ndarray, np.ndarray]:
+        """``E log T`` of an anchor row of the in-batch losses, i.e. ``L^form_B - log k - L_inf``
+        with ``k = B - 1`` (CLIP, either direction) or ``k = 2B - 2`` (NT-Xent), for each batch
+        size ``B >= 2``, by quadrature (no Monte Carlo).
+
+        CLIP: each row has the law of an InfoNCE tuple with ``k = B - 1`` (Proposition
+        ``c1-prop-clip``), so this is :func:`~infonce_book.theory.exact.exact_bias_with_error`.
+        NT-Xent: the pairs' law on a 3-D product rule (``nodes``) and
+        :func:`~infonce_book.theory.exact.expected_log_T_blocks` with ``block = 2``; the error
+        adds the change with 3/4 of the nodes in each direction to the step error.
+
+        Returns:
+            ``(values, errors)``, float64 arrays over the batch sizes, in nats.
+        """
+        check_choice(form, "form", ("clip", "nt_xent"))
+        beta = 1.0 / check_tau(tau)
+        Bs = [check_at_least(B, "batch size B", 2, "an in-batch row needs one other pair") for B in
+              np.atleast_1d(batch_sizes)]
+        if form == "clip":
+            return exact_bias_with_error(self, [B - 1 for B in Bs], tau, "standard")
+        n = [B - 1 for B in Bs]
+        S, wS, U, wU = self._pair_laws(beta, nodes)
+        v1, e1 = expected_log_T_blocks(S, wS, U, wU, n, block=2)
+        S, wS, U, wU = self._pair_laws(beta, tuple(max(8, 3 * q // 4) for q in nodes))
+        v2, e2 = expected_log_T_blocks(S, wS, U, wU, n, block=2)
+        return v1, e1 + e2 + np.abs(v1 - v2)
+
+    # ------------------------------------------------------------------ C3: the approximation error
+    def search_approximation_error(self, tau) -> float:
+        """``E_x KL(M(x, .) || Q_tau(x, .))`` for phi = identity (or any orthogonal map):
+        ``KL(vMF(kappa) || vMF(beta)) = (kappa - beta) A_p(kappa) - log Z(kappa) + log Z(beta)``
+        (book, Theorem ``c3-thm-vmf-approx`` (1)); 0 exactly at ``tau = 1/kappa``."""
+        beta = 1.0 / check_tau(tau)
+        return float((self.kappa - beta) * self._A(self.kappa) - self._lz(self.kappa) + self._lz(beta))
+
+    def kl_kernel_vs_data(self) -> float:
+        """``KL(M(x, .) || pi) = kappa A_p(kappa) - log Z(kappa)`` (the mutual information of a pair)."""
+        return float(self.kappa * self._A(self.kappa) - self._lz(self.kappa))
+
+    def _gegenbauer(self, n_max: int, n_quad: int = 800):
+        """Normalised Gegenbauer polynomials ``G_n`` (``G_n(1) = 1``) on Gauss--Jacobi nodes of
+        the law of ``t = <x, y>`` under pi, and ``A_n(c) = E_{vMF(c)} G_n(t) = I_{n+p/2-1}(c)/I_{p/2-1}(c)``."""
+        if self.dim < 3:
+            raise ValueError(f"the approximation-error programme needs dim >= 3, got dim={self.dim}")
+        a = (self.dim - 3.0) / 2.0
+        t, w = special.roots_jacobi(n_quad, a, a)
+        lam = (self.dim - 2.0) / 2.0
+        nn = np.arange(n_max + 1)
+        G = np.array([special.eval_gegenbauer(n, lam, t) / special.eval_gegenbauer(n, lam, 1.0) for n in nn])
+
+        def A_n(c):
+            if c == 0.0:
+                return (nn == 0).astype(float)
+            return np.exp(_log_bessel_i_orders(nn + self.dim / 2.0 - 1.0, c)
+                          - _log_bessel_i_orders(np.array([self.dim / 2.0 - 1.0]), c)[0])
+
+        return t, w / w.sum(), G, A_n
+
+    def best_search_approximation_error(self, tau, *, n_max: int = 20, n_check: int = 40) -> dict:
+        """``inf_phi E_x KL(M(x, .) || Q^phi_tau(x, .))`` over all embeddings into a unit sphere
+        (of any dimension), by the convex programme of Theorem ``c3-thm-vmf-approx``:
+        ``KL(M || pi) + min { F(b) : b_n >= 0, sum_{n>=1} b_n <= beta }`` with
+        ``F(b) = -sum_n b_n A_n(kappa) + log E_t exp(sum_n b_n G_n(t))``.
+
+        For ``tau <= 1/kappa`` the value is 0 (the cone embedding). Otherwise SLSQP over
+        ``b_1..b_{n_max}``, certified by the Frank--Wolfe duality gap over ``n <= n_check``
+        (``F(b) - min F <= gap``).
+
+        Returns:
+            dict with ``value`` (nats), ``identity`` (the identity's error), ``coefficients``
+            (``b / beta``, list), ``gap`` (the certificate), ``embedding`` (``"cone"`` or
+            ``"gegenbauer"``).
+        """
+        beta = 1.0 / check_tau(tau)
+        kap = self.kappa
+        ident = self.search_approximation_error(tau)
+        if beta >= kap:
+            return {"value": 0.0, "identity": ident, "coefficients": [kap / beta], "gap": 0.0, "embedding": "cone"}
+        t, w, G, A_n = self._gegenbauer(max(n_max, n_check))
+        Ak = A_n(kap)
+
+        def F(b):
+            g = b @ G[1:len(b) + 1]
+            return float(-b @ Ak[1:len(b) + 1] + special.logsumexp(g, b=w))
+
+        def grad(b, upto):
+            g = b @ G[1:len(b) + 1]
+            q = w * np.exp(g - g.max())
+            return -Ak[1:upto + 1] + G[1:upto + 1] @ (q / q.sum())
+
+        x0 = np.zeros(n_max)
+        x0[0] = 0.999 * beta
+        cons = [{"type": "ineq", "fun": lambda v: beta - v.sum(), "jac": lambda v: -np.ones(n_max)}]
+        res = optimize.minimize(F, x0, jac=lambda v: grad(v, n_max), bounds=[(0.0, None)] * n_max,
+                                constraints=cons, method="SLSQP", options={"ftol": 1e-16, "maxiter": 2000})
+        b = np.clip(res.x, 0.0, None)
+        gfull = grad(b, n_check)
+        gap = float(gfull[:n_max] @ b - beta * min(0.0, float(gfull.min())))
+        return {"value": self.kl_kernel_vs_data() + F(b), "identity": ident,
+                "coefficients": (b / beta).tolist(), "gap": max(gap, 0.0), "embedding": "gegenbauer"}
+
+    def identity_optimality_threshold(self, n_check: int = 40) -> float | None:
+        """``tau*``: for ``1/kappa < tau`` the identity minimises ``E_x KL(M || Q^phi_tau)`` over all
+        embeddings iff ``tau >= tau*`` (Theorem ``c3-thm-vmf-approx`` (4): iff
+        ``A_1(kappa) - A_1(beta) >= A_n(kappa) - A_n(beta)`` for all ``n >= 2``). ``None`` when the
+        condition holds on the whole range (checked on ``n <= n_check`` and a grid of 400 values of
+        beta in ``(0, kappa)``); ValueError when the set where it holds is not one interval."""
+        kap = self.kappa
+        if kap == 0.0:
+            return None
+        _, _, _, A_n = self._gegenbauer(n_check, n_quad=8)
+        Ak = A_n(kap)
+
+        def margin(b):
+            Ab = A_n(b)
+            return float((Ak[1] - Ab[1]) - np.max(Ak[2:] - Ab[2:]))
+
+        grid = np.linspace(kap * 1e-3, kap * (1 - 1e-3), 400)
+        vals = np.array([margin(b) for b in grid])
+        bad = np.nonzero(vals < 0)[0]
+        if bad.size == 0:
+            return None
+        i = bad[0]
+        if i == 0:
+            return float("inf")
+        if not np.all(vals[i:] < 0):
+            raise ValueError(f"the identity's optimality condition changes sign more than once on (0, kappa) "
+                             f"at kappa={kap:g}: no single threshold tau*")
+        return 1.0 / optimize.brentq(margin, grid[i - 1], grid[i], xtol=1e-12)
+
+    # ------------------------------------------------------------------ C3: the decoupled minimiser
+    def decoupled_slope(self, beta: float, k: int) -> float:
+        """``d/dbeta (L_k^dec - log k)`` at inverse temperature beta: ``A_p(beta) - A_p(kappa) + b_k(beta)``
+        with ``b_k`` the exact bias of the self-normalised average of ``s`` with weights
+        ``e^{beta s}`` under pi (:func:`~infonce_book.theory.exact.snis_bias`; book, Proposition
+        ``c3-prop-decoupled-rate``)."""
+        a = (self.dim - 3.0) / 2.0
+        s, w = special.roots_jacobi(N_NODES, a, a)
+        w = w / w.sum()
+        v = np.exp(beta * (s - 1.0))
+        bias, _ = snis_bias(v / (w @ v), s, w, [check_k(k)])
+        return float(self._A(beta) - self._A(self.kappa) + bias[0])
+
+    def decoupled_risk_minimiser(self, k) -> float:
+        """The temperature ``tau_k`` minimising the decoupled risk ``L_k^dec`` (phi = identity), as
+        the root of :meth:`decoupled_slope` (the risk is convex in ``beta``). Raises ValueError when
+        the slope stays negative up to ``beta = 300`` (then the risk decreases as tau -> 0 over that
+        whole range; on S^2 it has no minimiser at all when ``(k - 1)/(k + 1) < A_3(kappa)``)."""
+        k = check_k(k)
+        if self.kappa == 0.0:
+            raise ValueError("kappa = 0: the decoupled risk has no finite minimiser")
+        lo, hi = self.kappa / 4.0, self.kappa * 1.5
+        while self.decoupled_slope(lo, k) > 0 and lo > 1e-6:
+            lo /= 2.0
+        while self.decoupled_slope(hi, k) < 0:
+            hi *= 1.5
+            if hi > 300.0:  # beyond, e^{beta (s - 1)} underflows at s = -1
+                raise ValueError(f"the decoupled risk at k={k} has no minimiser above tau=1/300 (its slope "
+                                 f"in beta stays negative: it decreases as tau -> 0)")
+        return 1.0 / optimize.brentq(lambda b: self.decoupled_slope(b, k), lo, hi, xtol=1e-13, rtol=1e-14)
+
+    def decoupled_rate_constant(self) -> float:
+        """``C = m2'(kappa) / (2 A_p'(kappa))`` with ``m2(beta) = Z(2 beta)/Z(beta)^2 - 1``: the
+        decoupled minimiser is ``beta_k = kappa + C/k + O(k^-2)``, i.e.
+        ``tau_k = 1/kappa - C/(kappa^2 k) + O(k^-2)`` (book, Proposition ``c3-prop-decoupled-rate``)."""
+        kap, p = self.kappa, self.dim
+        if kap == 0.0:
+            raise ValueError("kappa = 0: the decoupled risk has no finite minimiser")
+        dm2 = 2.0 * math.exp(self._lz(2 * kap) - 2 * self._lz(kap)) * (self._A(2 * kap) - self._A(kap))
+        A = self._A(kap)
+        return float(dm2 / (2.0 * (1.0 - A * A - (p - 1) * A / kap)))
 
     # ------------------------------------------------------------------ samplers
     def sample_data(self, n: int, *, generator: torch.Generator | None = None, device=None,

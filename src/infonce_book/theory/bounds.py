@@ -562,6 +562,82 @@ def search_bias_bounds(k, tau, *, e_m2: float, var_m: float | None = None, sd_M_
     out["best"] = float(np.nanmin([out["second_moment"], out["third_moment"], out["two_term"], out["cap"]]))
     return out
 
+def search_bias_constant_l2(tau, *, second_moment) -> float:
+    """Uniform constant ``C_H(tau)`` of Theorem ``c2-thm-search`` under a second moment only:
+
+    ``|E H(M_hat_k, Q_hat_k) - L_k| <= C_H(tau) / k`` with
+    ``C_H(tau) = beta (2 R_bar - 3/2) + e^{2 beta}``, ``beta = 1/tau``,
+
+    for every embedding into the closed unit ball and every k >= 1, where
+    ``R_bar = E_x E_pi m(x, .)^2 = 1 + chi^2(law of (x, x+) || pi x pi)`` (``second_moment``,
+    >= 1). No lower bound on the density ratio ``m`` is needed (compare
+    :func:`search_bias_constant`, which assumes one).
+
+    Examples:
+        >>> round(search_bias_constant_l2(0.5, second_moment=1.0), 4)  # positives independent
+        55.5982
+
+    Raises:
+        ValueError: tau not in (0, inf); second_moment not a finite number >= 1.
+        OverflowError: e^{2 beta} exceeds float64.
+    Source: book, C2 chapter, Lemma ``c2-lem-snis`` and Theorem ``c2-thm-search``.
+    """
+    beta = 1.0 / check_tau(tau)
+    r_bar = check_real(second_moment, "second_moment")
+    if not r_bar >= 1.0:
+        raise ValueError(f"second_moment must be >= 1 (E_pi m^2 >= (E_pi m)^2 = 1), got second_moment={r_bar!r}")
+    return float(beta * (2.0 * r_bar - 1.5) + float(exp_or_raise(2.0 * beta, "e^(2 beta)", tau)))
+
+
+def snis_bias_constant(*, var_m: float, var_mf: float, cov_mf: float, mean_f: float) -> float:
+    """``B_S`` of Lemma ``c2-lem-snis``: ``k |E I_hat_k - I| <= B_S`` for every k >= 1, with
+
+    ``B_S = min( sqrt(2 Var(m) (Var(m f) + Var(m))), |Cov_M(m, f)| + (1 + |I|) Var(m) )``
+
+    for a self-normalised average of ``f`` (values in [-1, 1]) with weights ``m`` (``E m = 1``,
+    ``E m^2 < inf``) under the sampling law, ``I`` the target mean of f; ``B_S <= 2 E m^2 - 3/2``.
+
+    Args:
+        var_m: ``Var(m) = E m^2 - 1 >= 0``. var_mf: ``Var(m f) >= 0``. cov_mf: ``Cov_M(m, f)``
+            under the target ``M = m P``. mean_f: ``I`` in [-1, 1].
+    Source: book, C2 chapter, Lemma ``c2-lem-snis``.
+    """
+    var_m, var_mf = check_nonneg(var_m, "var_m"), check_nonneg(var_mf, "var_mf")
+    cov_mf, mean_f = check_real(cov_mf, "cov_mf"), check_real(mean_f, "mean_f")
+    if abs(mean_f) > 1.0 + 1e-12:
+        raise ValueError(f"mean_f must lie in [-1, 1] (the mean of f with values in [-1, 1]), got {mean_f!r}")
+    return float(min(math.sqrt(2.0 * var_m * (var_mf + var_m)), abs(cov_mf) + (1.0 + abs(mean_f)) * var_m))
+
+
+def kl_softmax_sharp_bound(tau) -> float:
+    """The exact supremum of ``KL(Q^phi_tau(x, .) || pi)`` over all embeddings into the unit ball,
+    all data and all x (book, Theorem ``c3-thm-kl-sharp``):
+
+    ``Psi(beta) = y - 1 - log y``, ``y = 2 beta / (1 - e^{-2 beta}) = beta (1 + coth beta)``,
+
+    attained by a law of the similarity on ``{-1, 1}``; ``Psi <= min(beta^2/2, 2 beta)`` and
+    ``Psi = 2 beta - 1 - log(2 beta) + O(beta e^{-2 beta})`` as tau -> 0.
+
+    Examples:
+        >>> round(kl_softmax_sharp_bound(1.0), 5)
+        0.47447
+    """
+    beta = 1.0 / check_tau(tau)
+    y = 2.0 * beta / -math.expm1(-2.0 * beta)
+    return float(y - 1.0 - math.log(y)) if beta > 1e-4 else float(beta * beta / 2.0 - beta**4 / 36.0)
+
+
+def two_point_kl(tau, q: float) -> float:
+    """``KL(Q_tau || pi)`` when the similarity is ``+1`` with probability ``q`` and ``-1`` otherwise
+    under pi (log space; book, Theorem ``c3-thm-kl-sharp``). ``q = 1/2``: :func:`antipodal_kl`."""
+    beta = 1.0 / check_tau(tau)
+    q = check_real(q, "q")
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"q must be a probability in (0, 1), got q={q!r}")
+    lz = float(np.logaddexp(math.log(q) + beta, math.log1p(-q) - beta))
+    theta = math.exp(math.log(q) + beta - lz)
+    return float(beta * (2.0 * theta - 1.0) - lz)
+
 
 def theorem1_terms(*, train_risk: float, k: int, n: int, tau: float, delta: float, rademacher: float,
                    search_constant: float | None = None, search_bias: float | None = None,

@@ -91,3 +91,106 @@ def monte_carlo_bias(model, k: int, tau: float, n_tuples: int, *, variant: str =
     cv = np.concatenate(cv)
     return {"plain": Estimate.from_samples(plain, level), "cv": Estimate.from_samples(cv, level),
             "n_tuples": n_tuples, "device": str(dev)}
+
+
+IN_BATCH_FORMS = ("clip", "nt_xent")
+
+
+def in_batch_negatives(form: str, batch_size: int) -> int:
+    """Negatives per row of an in-batch loss: ``B - 1`` for CLIP (each direction), ``2B - 2`` for
+    NT-Xent (book, C1 chapter, in-batch section)."""
+    check_choice(form, "form", IN_BATCH_FORMS)
+    B = check_at_least(batch_size, "batch_size", 2, "an in-batch row needs one other pair as negatives")
+    return B - 1 if form == "clip" else 2 * B - 2
+
+
+def in_batch_row_log_terms(anchor: torch.Tensor, positive: torch.Tensor, tau: float, form: str):
+    """Per row of the in-batch losses, the loss and ``-beta s(a, a+)``, in float64.
+
+    Args:
+        anchor, positive: (n, B, d) embeddings of n independent batches of B pairs.
+        tau: temperature > 0. form: ``"clip"`` (rows and columns of ``anchor @ positive.T / tau``,
+            the diagonal as positives: (n, 2, B) rows, direction first) or ``"nt_xent"`` (the 2B
+            views, each against the other 2B - 1 with itself masked out: (n, 2B) rows).
+    Returns:
+        ``(loss, minus_beta_s_pos)`` of the same shape.
+
+    The log-sum-exp runs over a masked float64 matrix (the self-similarity is set to ``-inf``
+    before the maximum is taken). When ``infonce_book.losses`` provides ``info_nce_in_batch`` and
+    ``nt_xent`` (the same losses, streamed and with a custom backward), this function can call
+    them; the float64 masked form here is what they are tested against.
+    """
+    check_choice(form, "form", IN_BATCH_FORMS)
+    beta = 1.0 / check_tau(tau)
+    a, p = anchor.double(), positive.double()
+    if form == "clip":
+        S = beta * torch.einsum("nid,njd->nij", a, p)
+        diag = torch.diagonal(S, dim1=1, dim2=2)
+        rows, cols = torch.logsumexp(S, dim=2), torch.logsumexp(S, dim=1)
+        loss = torch.stack([rows - diag, cols - diag], dim=1)
+        return loss, -torch.stack([diag, diag], dim=1)
+    z = torch.cat([a, p], dim=1)
+    B = a.shape[1]
+    G = beta * torch.einsum("nad,nbd->nab", z, z)
+    pos = torch.cat([torch.diagonal(G[:, :B, B:], dim1=1, dim2=2), torch.diagonal(G[:, B:, :B], dim1=1, dim2=2)],
+                    dim=1)
+    eye = torch.eye(2 * B, dtype=torch.bool, device=G.device)
+    lse = torch.logsumexp(G.masked_fill(eye, float("-inf")), dim=2)
+    return lse - pos, -pos
+
+
+def monte_carlo_in_batch_bias(model, batch_size: int, tau: float, n_batches: int, *, form: str = "clip",
+                              device="auto", seed: int = 0, level: float = 0.95,
+                              max_elements: int = 2**22) -> dict:
+    """Monte Carlo estimate of ``L^form_B - log k - L_inf`` for the in-batch losses on the vMF
+    model (book, C1 chapter, in-batch section), with intervals.
+
+    Each of ``n_batches`` independent batches holds ``batch_size`` pairs ``(x_i, x_i^+)`` drawn with
+    the model's samplers; every row (CLIP: both directions; NT-Xent: all 2B views) is scored in
+    float64 (:func:`in_batch_row_log_terms`). Rows of one batch share negatives and are dependent,
+    so the batch means are the i.i.d. units of the interval. Two estimators, from the same draws:
+
+    * ``plain``: the average of ``loss - log k - L_inf``;
+    * ``cv``: the average of ``log T - (T - 1) + u1/k`` with ``log T = loss - log k + beta s+ - log mu``;
+      ``E[T - 1] = u1/k`` exactly in both forms (every negative view is uniform, so its weight has
+      mean ``mu``), so the control variate does not change the mean.
+
+    Args:
+        model: the vMF model (identity embedding, closed-form moments). Outside it, the other
+            pairs' views are drawn from ``pi M``, which is ``pi`` only when pi is M-invariant.
+        batch_size: B >= 2. tau: temperature. n_batches: >= 2. form: ``"clip"`` or ``"nt_xent"``.
+        device, seed: where and how to draw. level: interval level.
+        max_elements: batches are drawn in chunks holding at most this many similarities.
+    Returns:
+        dict with ``plain`` and ``cv`` :class:`~infonce_book.theory.stats.Estimate` objects, ``k``,
+        ``n_batches``, ``n_rows``, ``device``.
+    """
+    if not getattr(model, "identity_embedding", False):
+        raise TypeError(f"model must live on the sphere with the identity embedding (the vMF model), got {model!r}")
+    model.require("normalised_weight_moments", "monte_carlo_in_batch_bias needs the weight moments")
+    k = in_batch_negatives(form, batch_size)
+    B = int(batch_size)
+    tau = check_tau(tau)
+    n_batches = check_at_least(n_batches, "n_batches", 2, "an interval needs two batches")
+    level = check_level(level)
+    dev = resolve_device(device)
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(check_seed(seed))
+    mom = model.normalised_weight_moments(tau)
+    limit = model.limit_risk(tau)
+    chunk = max(1, check_k(max_elements, "max_elements") // (4 * B * B))
+    plain, cv = [], []
+    for lo in range(0, n_batches, chunk):
+        n = min(chunk, n_batches - lo)
+        x = model.sample_data(n * B, generator=gen, device=dev)
+        xp = model.sample_positive(x, generator=gen)
+        loss, minus_bs = in_batch_row_log_terms(x.reshape(n, B, -1), xp.reshape(n, B, -1), tau, form)
+        centred = loss - math.log(k)
+        log_T = centred - minus_bs - mom["log_mu"]
+        dims = tuple(range(1, loss.dim()))
+        plain.append((centred - limit).mean(dim=dims).cpu().numpy())
+        cv.append((log_T - torch.expm1(log_T) + mom["u1"] / k).mean(dim=dims).cpu().numpy())
+    plain, cv = np.concatenate(plain), np.concatenate(cv)
+    return {"plain": Estimate.from_samples(plain, level, method="batch means"),
+            "cv": Estimate.from_samples(cv, level, method="control variates, batch means"), "k": k,
+            "n_batches": n_batches, "n_rows": n_batches * (2 * B), "device": str(dev)}

@@ -302,3 +302,96 @@ def snis_bias(m, f, p, ks) -> tuple[np.ndarray, float]:
         w_hi += 1.0
     values, err = integrate.quad_vec(integrand, math.log(1e-20), w_hi, epsabs=1e-15, epsrel=1e-12, limit=2000)
     return values, float(err)
+
+
+LOG_T_STEP = math.log(2.0) / 8.0
+
+
+def expected_log_T_blocks(block_values, block_weights, pos_values, pos_weights, n_blocks, *, block: int = 1,
+                          step: float = LOG_T_STEP) -> tuple[np.ndarray, np.ndarray]:
+    """``E log T`` for ``T = (U + sum_{j <= n} S_j) / (block n)`` with i.i.d. blocks ``S_j`` and an
+    independent ``U``, both with finitely many values, for each ``n`` in ``n_blocks``.
+
+    ``S_j`` is the sum of the ``block`` normalised negative weights of one block (``E S = block``):
+    ``block = 1`` is InfoNCE with ``k = n`` negatives; ``block = 2`` is NT-Xent, whose negatives
+    come in ``n = B - 1`` pairs of views (book, C1 chapter, in-batch section). With ``k = block n``
+    and ``t = u/k`` in Frullani's integral,
+
+        E log T = int_0^inf (e^{-k t} - L_U(t) L_S(t)^n) dt / t,
+
+    evaluated by the trapezoid rule on one grid in ``log t`` (step ``step``) for all n at once;
+    the integrand is formed as ``-e^{-kt} expm1(n (log L_S(t) + block t) + log L_U(t))`` (the
+    centred cumulant generating function, computed with relative accuracy), so that the small
+    bias is not a difference of two large numbers.
+
+    Args:
+        block_values, block_weights: (N,) values of ``S`` and their probabilities (sum 1).
+        pos_values, pos_weights: (M,) values of ``U`` (the positive's normalised weight) and
+            their probabilities.
+        n_blocks: integers >= 1. block: 1 or 2. step: grid step in log t (> 0).
+    Returns:
+        ``(values, errors)``: float64 arrays over ``n_blocks``; ``errors`` is the change when the
+        step is doubled (the trapezoid rule converges geometrically here, so this bounds the
+        error of ``values`` generously) plus a rounding floor of 1e-13.
+    Raises:
+        ValueError: shapes, weights that are not probabilities, non-positive values, block not 1
+        or 2, step not > 0.
+    Source: book, C1 chapter, eq. ``c1-eq-frullani`` and Proposition ``c1-prop-ntxent``.
+    """
+    S, wS, U, wU = (np.asarray(a, dtype=np.float64) for a in (block_values, block_weights, pos_values, pos_weights))
+    for name, a in (("block_values", S), ("block_weights", wS), ("pos_values", U), ("pos_weights", wU)):
+        if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} must be a non-empty 1-D array of finite numbers, got shape {a.shape}")
+    if S.shape != wS.shape or U.shape != wU.shape:
+        raise ValueError(f"values and weights must have the same length; got block {S.shape} vs {wS.shape}, "
+                         f"positive {U.shape} vs {wU.shape}")
+    for name, w in (("block_weights", wS), ("pos_weights", wU)):
+        if np.any(w < 0) or abs(w.sum() - 1.0) > 1e-9:
+            raise ValueError(f"{name} must be probabilities (>= 0, summing to 1), got sum {w.sum():.12g}")
+    if np.any(S <= 0) or np.any(U <= 0):
+        raise ValueError("block_values and pos_values must be > 0 (normalised weights)")
+    if block not in (1, 2):
+        raise ValueError(f"block must be 1 (single negatives) or 2 (pairs of views), got block={block!r}")
+    if not (isinstance(step, float) and step > 0.0):
+        raise ValueError(f"step must be a float > 0 (grid step in log t), got step={step!r}")
+    ns = np.array([check_k(n, "n_blocks") for n in np.atleast_1d(n_blocks)], dtype=np.float64)
+    ks = block * ns
+    mean_S = float(wS @ S)
+    # grid: from where the integrand is below 1e-22 (f ~ t E[U]) to where L_U L_S^n is (n = min)
+    lt_lo = math.log(1e-22) - math.log(ks.max()) - math.log(max(1.0, float(wU @ U)))
+    lt_hi = math.log(60.0) - math.log(ns.min() * S.min())
+    lt = np.arange(lt_lo, lt_hi + step, step)
+    t = np.exp(lt)
+
+    def log_laplace(vals, w):
+        out = np.empty_like(t)
+        for i in range(0, len(t), 32):
+            tt = t[i:i + 32]
+            small = tt * vals.max() < 0.5
+            res = np.empty_like(tt)
+            if small.any():
+                res[small] = np.log1p(np.expm1(-np.outer(tt[small], vals)) @ w)
+            if (~small).any():
+                with np.errstate(divide="ignore"):
+                    res[~small] = special.logsumexp(np.log(w)[None, :] - np.outer(tt[~small], vals), axis=1)
+            out[i:i + 32] = res
+        return out
+
+    log_LS, log_LU = log_laplace(S, wS), log_laplace(U, wU)
+    centred = log_LS + mean_S * t  # >= 0 (Jensen); mean_S = block up to rounding
+    f = np.empty((len(ns), len(t)))
+    for i, (n, k) in enumerate(zip(ns, ks)):
+        kt = k * t
+        expo = n * centred + log_LU + (k - n * mean_S) * t
+        with np.errstate(over="ignore", invalid="ignore"):
+            near = -np.exp(-kt) * np.expm1(expo)
+            far = -np.exp(n * log_LS + log_LU)
+        f[i] = np.where(kt < 700.0, near, far)
+    fine = step * f.sum(axis=1)
+    coarse = 2.0 * step * f[:, ::2].sum(axis=1)
+    return fine, np.abs(fine - coarse) + ROUNDING_FLOOR
+
+
+#: Absolute floor of the error of :func:`expected_log_T_blocks` (rounding in the centred cumulant
+#: generating function; measured against :func:`exact_bias` at about 2e-14 on the vMF model).
+ROUNDING_FLOOR = 1e-13

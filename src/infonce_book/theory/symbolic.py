@@ -43,24 +43,78 @@ def _u(j: int) -> sp.Symbol:
     return {1: u1, 2: u2, 3: u3, 4: u4}.get(j) or sp.Symbol(f"u{j}", positive=True)
 
 
-def _central_moments_from_cumulants(max_order: int):
-    """Central moments of a variable from its cumulants (symbols ``kappa2 ...``)."""
-    s = sp.Symbol("s")
-    kap = {r: sp.Symbol(f"kappa{r}") for r in range(2, max_order + 1)}
-    K = sum(kap[r] * s**r / sp.factorial(r) for r in range(2, max_order + 1))
-    mgf = sp.series(sp.exp(K), s, 0, max_order + 1).removeO()
-    mom = {r: sp.expand(mgf.coeff(s, r) * sp.factorial(r)) for r in range(1, max_order + 1)}
-    return kap, mom
+def _moments_from_cumulants_recursion(kap: dict, N: int) -> dict:
+    """Moments ``E A^n`` (n = 0..N) of a centred variable from its cumulants ``kap[2..N]`` by the
+    moment--cumulant recursion ``E A^n = sum_{j=2}^{n} C(n-1, j-1) kappa_j E A^(n-j)``."""
+    mu = {0: sp.Integer(1), 1: sp.Integer(0)}
+    for n in range(2, N + 1):
+        mu[n] = sp.expand(sum(sp.binomial(n - 1, j - 1) * kap[j] * mu[n - j] for j in range(2, n + 1)))
+    return mu
 
 
-def _cumulants_from_central_moments(max_order: int):
-    """Cumulants ``kappa_r`` of V in terms of its central moments ``m_r`` (inverting the above)."""
-    kap, mom = _central_moments_from_cumulants(max_order)
-    sol = {}
-    for r in range(2, max_order + 1):
-        eq = sp.Eq(_m(r), mom[r].subs(sol))
-        sol[kap[r]] = sp.solve(eq, kap[r])[0]
-    return kap, sol
+@lru_cache(maxsize=None)
+def _cumulants_in_central_moments(N: int) -> dict:
+    """Cumulants ``kappa_2 .. kappa_N`` of a centred variable as polynomials in its central moments
+    ``m_2 .. m_N`` (the recursion of :func:`_moments_from_cumulants_recursion`, solved for kappa_n)."""
+    kap = {}
+    mom = {0: sp.Integer(1), 1: sp.Integer(0), **{r: _m(r) for r in range(2, N + 1)}}
+    for n in range(2, N + 1):
+        kap[n] = sp.expand(mom[n] - sum(sp.binomial(n - 1, j - 1) * kap[j] * mom[n - j] for j in range(2, n)))
+    return kap
+
+
+@lru_cache(maxsize=None)
+def mean_moments(N: int, block: int = 1) -> dict:
+    """Moments ``E A^r`` (r = 0..N) of ``A``, the mean of ``k / block`` i.i.d. copies of a centred
+    variable with central moments ``m_2, m_3, ...``, as exact polynomials in ``epsilon = 1/k``.
+
+    The cumulants of a mean of ``n`` i.i.d. copies are ``kappa_r / n^(r-1)``; with ``n = k/block``
+    they are ``kappa_r (block epsilon)^(r-1)``. ``block = 1``: InfoNCE's ``k`` negatives;
+    ``block = 2``: NT-Xent's ``k/2`` pairs of views (book, C1 chapter, in-batch section).
+    """
+    kap = _cumulants_in_central_moments(N)
+    kap_mean = {r: kap[r] * (block * eps) ** (r - 1) for r in range(2, N + 1)}
+    return _moments_from_cumulants_recursion(kap_mean, N)
+
+
+def _moments_of_D(N: int, variant: str, block: int = 1) -> dict:
+    """``E D^n`` (n = 1..N) for ``D = T - 1 = A + U epsilon`` (standard) or ``A`` (decoupled), with
+    ``A`` (:func:`mean_moments`) independent of the positive's weight ``U`` (raw moments ``u_j``)."""
+    A = mean_moments(N, block)
+    if variant == "standard":
+        ub = {0: sp.Integer(1), **{j: _u(j) * eps**j for j in range(1, N + 1)}}
+    else:
+        ub = {0: sp.Integer(1), **{j: sp.Integer(0) for j in range(1, N + 1)}}
+    return {n: sp.expand(sum(sp.binomial(n, j) * A[j] * ub[n - j] for j in range(n + 1))) for n in range(1, N + 1)}
+
+
+@lru_cache(maxsize=None)
+def log_expansion(variant: str = "standard", order: int = 4, *, block: int = 1):
+    """Coefficients ``c_1 .. c_order`` of ``E[log T | x] = sum_n c_n / k^n + O(k^-(order+1/2))``,
+    for orders 1 to 4, and for negatives that come one at a time (``block = 1``) or in i.i.d.
+    blocks of ``block`` correlated ones (then ``m_r`` are the central moments of the block mean).
+
+    ``log(1 + D)`` is expanded to the power ``2 order + 2`` (``E D^n`` has no term below
+    ``epsilon^ceil(n/2)``, so higher powers cannot contribute) and ``E D^n`` collected in
+    ``epsilon = 1/k``; the moments of the sample mean come from its cumulants
+    (:func:`mean_moments`). Source: book, C1 chapter, Propositions ``c1-prop-second-order`` and
+    ``c1-prop-third-order``; blocks: Proposition ``c1-prop-ntxent``.
+
+    Raises:
+        ValueError: variant not "standard"/"decoupled"; order not in 1..4; block not 1 or 2.
+    """
+    if variant not in ("standard", "decoupled"):
+        raise ValueError(f"variant must be one of ['decoupled', 'standard'], got variant={variant!r}")
+    if order not in (1, 2, 3, 4):
+        raise ValueError(f"order must be 1, 2, 3 or 4, got order={order!r}")
+    if block not in (1, 2):
+        raise ValueError(f"block must be 1 (single negatives) or 2 (pairs of views), got block={block!r}")
+    N = 2 * order + 2
+    ED = _moments_of_D(N, variant, block)
+    poly = sp.expand(sum(sp.Rational((-1) ** (n + 1), n) * ED[n] for n in range(1, N + 1)))
+    if sp.expand(poly.coeff(eps, 0)) != 0:  # pragma: no cover - would be an algebra error
+        raise AssertionError("E[log T] has a constant term")
+    return tuple(sp.expand(poly.coeff(eps, n)) for n in range(1, order + 1))
 
 
 @lru_cache(maxsize=None)
@@ -69,7 +123,7 @@ def bias_expansion(variant: str = "standard", order: int = 2):
 
     Args:
         variant: ``"standard"`` or ``"decoupled"``.
-        order: 1, 2 or 3.
+        order: 1, 2 or 3 (:func:`log_expansion` goes to 4 and handles pairs of negatives).
     Returns:
         A tuple of sympy expressions in ``u1.. (positive raw moments)`` and ``m2.. (negative
         central moments)``, all normalised by ``mu``.
@@ -79,32 +133,23 @@ def bias_expansion(variant: str = "standard", order: int = 2):
         raise ValueError(f"variant must be one of ['decoupled', 'standard'], got variant={variant!r}")
     if order not in (1, 2, 3):
         raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
-    # E[D^n] = O(eps^ceil(n/2)), so powers n <= 2*order suffice; two more are kept as a margin
-    # (test_symbolic checks the result against the exact quadrature to third order).
-    N = 2 * order + 2
-    kap, kap_of_m = _cumulants_from_central_moments(N)
-    # Sample mean of k i.i.d. centred variables: cumulants kappa_r * eps^(r-1).
-    kap_mean, mom_mean = _central_moments_from_cumulants(N)
-    A = {0: sp.Integer(1), 1: sp.Integer(0)}
-    for r in range(2, N + 1):
-        expr = mom_mean[r].subs({kap_mean[q]: kap[q] * eps ** (q - 1) for q in kap_mean})
-        A[r] = sp.expand(expr.subs(kap_of_m))
-    # B = U * eps (standard) with raw moments u_j; independent of A.
-    if variant == "standard":
-        ub = {0: sp.Integer(1)}
-        for j in range(1, N + 1):
-            ub[j] = _u(j) * eps**j
-    else:
-        ub = {0: sp.Integer(1), **{j: sp.Integer(0) for j in range(1, N + 1)}}
-    total = 0
-    for n in range(1, N + 1):
-        ED = sum(sp.binomial(n, j) * A[j] * ub[n - j] for j in range(0, n + 1))
-        total += sp.Rational((-1) ** (n + 1), n) * ED
-    poly = sp.expand(total)
-    coeffs = tuple(sp.expand(poly.coeff(eps, n)) for n in range(1, order + 1))
-    if sp.expand(poly.coeff(eps, 0)) != 0:  # pragma: no cover - would be an algebra error
-        raise AssertionError("E[log T] has a constant term")
-    return coeffs
+    return log_expansion(variant, order)
+
+
+def moments_of_T_minus_one(variant: str = "standard"):
+    """``E[T - 1 | x]`` and ``E[(T - 1)^2 | x]`` as functions of ``k``, derived from the cumulants
+    of the sample mean (the machinery of :func:`log_expansion`), not typed in.
+
+    Returns ``(E(T-1), E(T-1)^2, E A^4)``: ``u1/k``, ``m2/k + u2/k^2`` and
+    ``3 m2^2/k^2 + (m4 - 3 m2^2)/k^3`` for the standard variant (``0``, ``m2/k`` for the
+    decoupled one), with ``A`` the mean of the ``k`` centred normalised negative weights.
+    Source: book, C1 chapter, proof of Theorem ``c1-thm-rate``, Part 2.
+    """
+    if variant not in ("standard", "decoupled"):
+        raise ValueError(f"variant must be one of ['decoupled', 'standard'], got variant={variant!r}")
+    ED = _moments_of_D(2, variant)
+    A4 = mean_moments(4)[4]
+    return tuple(sp.expand(e.subs(eps, 1 / k)) for e in (ED[1], ED[2], A4))
 
 
 def c1_formula(variant: str = "standard"):
@@ -230,12 +275,79 @@ def vmf3_bias_coefficients(variant: str = "standard"):
 def bias_coefficient_functions(variant: str = "standard", order: int = 3):
     """Numerical functions of the moments for ``c_1 .. c_order`` (lambdified from sympy).
 
-    Each takes keyword arguments ``u1..u3, m2..m4`` (floats or numpy arrays), ignoring those
-    it does not use.
+    Each takes the positional arguments ``u1, u2, u3, m2, m3, m4`` (floats or numpy arrays),
+    ignoring those it does not use; for ``order = 4`` two more follow, ``u4, m5``.
     """
-    args = (u1, u2, u3, m2, m3, m4)
-    coeffs = bias_expansion(variant, order)
+    args = (u1, u2, u3, m2, m3, m4) + ((u4, m5) if order == 4 else ())
+    coeffs = log_expansion(variant, order)
     return tuple(sp.lambdify(args, c, "numpy") for c in coeffs)
+
+
+def third_order_formulas():
+    """The closed forms of ``c_3`` and ``c_4`` (standard variant) as printed in the book
+    (Proposition ``c1-prop-third-order``); the chapter checks them against :func:`log_expansion`."""
+    R = sp.Rational
+    c3 = (u3 / 3 - R(3, 2) * m2 * u2 - m3 * u1 + 3 * m2**2 * u1 + 2 * m2 * m3 - m4 / 4 + R(3, 4) * m2**2
+          - R(5, 2) * m2**3)
+    c4 = (-u4 / 4 + 2 * m2 * u3 + 2 * m3 * u2 - R(15, 2) * m2**2 * u2 + m4 * u1 - 10 * m2 * m3 * u1
+          - 3 * m2**2 * u1 + 15 * m2**3 * u1 + m5 / 5 - R(5, 3) * m3**2 - R(5, 2) * m2 * m4 - 2 * m2 * m3
+          + 15 * m2**2 * m3 + R(15, 2) * m2**3 - R(105, 8) * m2**4)
+    return c3, c4
+
+
+# ----------------------------------------------------------------------------------------------
+# Chapter C1, in-batch negatives (CLIP, NT-Xent).
+
+gamma_pair = sp.Symbol("gamma", real=True)  # Cov(V, V' | x): the two views of one other pair
+delta_pair = sp.Symbol("delta", real=True)  # E[(V - 1)^2 (V' - 1) | x]
+
+
+def ntxent_bias_coefficients(order: int = 2):
+    """``c_1^NT`` and ``c_2^NT`` of NT-Xent's bias, ``k = 2B - 2`` negatives in ``B - 1`` i.i.d.
+    pairs of views (book, Proposition ``c1-prop-ntxent``).
+
+    The pair enters through its mean ``Q = (V + V')/2 - 1``, whose central moments are
+    ``(m2 + gamma)/2`` and ``(m3 + 3 delta)/4`` (``(V, V')`` exchangeable given the anchor), and
+    :func:`log_expansion` with ``block = 2``. Returns expressions in ``u1, u2, m2, m3, gamma,
+    delta``; with ``gamma = delta = 0`` they are InfoNCE's ``c_1, c_2``.
+    """
+    if order not in (1, 2):
+        raise ValueError(f"order must be 1 or 2, got order={order!r}")
+    coeffs = log_expansion("standard", order, block=2)
+    q = {m2: (m2 + gamma_pair) / 2, m3: (m3 + 3 * delta_pair) / 4}
+    return tuple(sp.expand(c.xreplace(q)) for c in coeffs)
+
+
+def pair_block_third_moment():
+    """``E Q^3 = (m3 + 3 delta)/4`` for ``Q = (a + b)/2`` with ``(a, b)`` exchangeable, centred,
+    ``E a^3 = m3`` and ``E a^2 b = E a b^2 = delta``: returns the expanded ``E (a + b)^3 / 8`` with
+    the moments substituted (sympy expands the cube; nothing is typed in but the moments)."""
+    a_, b_ = sp.symbols("a b")
+    cube = sp.Poly(sp.expand((a_ + b_) ** 3 / 8), a_, b_)
+    moment = {(3, 0): m3, (0, 3): m3, (2, 1): delta_pair, (1, 2): delta_pair}
+    return sp.expand(sum(c * moment[mon] for mon, c in zip(cube.monoms(), cube.coeffs())))
+
+
+def vmf3_pair_moment():
+    """``E[W W' | a]`` on ``S^2`` for the two views ``x_j``, ``x_j^+`` of another pair (book,
+    Proposition ``c1-prop-ntxent``): with ``t = <a, x_j>`` uniform on [-1, 1],
+    ``E[e^{beta <a, x_j^+>} | x_j] = Z(|kappa x_j + beta a|)/Z(kappa)`` and the substitution
+    ``r^2 = kappa^2 + beta^2 + 2 kappa beta t``, the mean is
+    ``(1/(2 kappa beta Z(kappa))) int_{|kappa-beta|}^{kappa+beta} e^{(r^2-kappa^2-beta^2)/(2kappa)} sinh r dr``.
+
+    Returns ``(F, dF/dr - integrand, substitution residuals)``: an erfi antiderivative ``F`` of
+    the integrand, and residuals that simplify to 0 (``e^{beta t}`` and ``dt = r dr/(kappa beta)``).
+    """
+    r = sp.Symbol("r", positive=True)
+    tt = sp.Symbol("t", real=True)
+    integrand = sp.exp((r**2 - kappa**2 - beta**2) / (2 * kappa)) * sp.sinh(r)
+    F = (sp.exp(-(2 * kappa**2 + beta**2) / (2 * kappa)) * sp.sqrt(2 * sp.pi * kappa) / 4
+         * (sp.erfi((r + kappa) / sp.sqrt(2 * kappa)) - sp.erfi((r - kappa) / sp.sqrt(2 * kappa))))
+    resid = sp.simplify((sp.diff(F, r) - integrand).rewrite(sp.exp))
+    rt = sp.sqrt(kappa**2 + beta**2 + 2 * kappa * beta * tt)
+    subs1 = sp.simplify(sp.exp(beta * tt) - sp.exp((rt**2 - kappa**2 - beta**2) / (2 * kappa)))
+    subs2 = sp.simplify(sp.diff(rt, tt) * rt - kappa * beta)
+    return F, resid, (subs1, subs2)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -313,6 +425,86 @@ def two_point_model_search_check(k: int = 2):
     return H - sp.log(k), Lk - sp.log(k), d1
 
 
+def snis_identities():
+    """The two exact decompositions behind Lemma ``c2-lem-snis`` (no lower bound on the weights).
+
+    With ``N = (1/k) sum m_j f_j``, ``D = (1/k) sum m_j``, ``I_hat = N/D`` and ``Y = N - I D``:
+    ``I_hat - I = (N - I) + I_hat (1 - D)`` and
+    ``I_hat - I = Y - Y (D - 1) + (I_hat - I)(D - 1)^2``; and the constant
+    ``2 (R - 1)(2 R - 1) = (2 R - 3/2)^2 - 1/4``. Returns the three residuals (each simplifies to 0).
+    """
+    N_, D_, I_, R_ = sp.symbols("N D I R", real=True)
+    J = N_ / D_
+    Y = N_ - I_ * D_
+    first = sp.simplify(J - I_ - ((N_ - I_) + J * (1 - D_)))
+    second = sp.simplify(J - I_ - (Y - Y * (D_ - 1) + (J - I_) * (D_ - 1) ** 2))
+    const = sp.expand(2 * (R_ - 1) * (2 * R_ - 1) - ((2 * R_ - sp.Rational(3, 2)) ** 2 - sp.Rational(1, 4)))
+    return first, second, const
+
+
+def gaussian_density_ratio_moments():
+    """Moments of the Gaussian model's density ratio, one coordinate at a time (book, C2 chapter).
+
+    ``x+ = rho x + sqrt(1 - rho^2) xi``: per coordinate ``m = N(y; rho x, 1 - rho^2) / N(y; 0, 1)``.
+    By ``int e^{-a y^2 + b y + c} dy = sqrt(pi/a) e^{b^2/(4a) + c}`` (``a > 0``):
+    returns ``(a_2, E_pi m^2, E_x E_pi m^2)`` per coordinate as functions of ``rho`` and ``x``:
+    ``a_2 = (1 + rho^2)/(2(1 - rho^2)) > 0``, ``E_pi m^2 = (1 - rho^4)^{-1/2} e^{rho^2 x^2/(1 + rho^2)}``,
+    and its mean over ``x ~ N(0, 1)``, ``1/(1 - rho^2)`` (``E e^{g x^2} = (1 - 2g)^{-1/2}``).
+    """
+    y, x = sp.symbols("y x", real=True)
+    r = sp.Symbol("rho", positive=True)
+    s2 = 1 - r**2
+    log_integrand = -(y - r * x) ** 2 / s2 - sp.log(2 * sp.pi * s2) + y**2 / 2 + sp.log(2 * sp.pi) / 2
+    P = sp.Poly(sp.expand(log_integrand), y)
+    a_, b_, c_ = -P.coeff_monomial(y**2), P.coeff_monomial(y), P.coeff_monomial(1)
+    second = sp.simplify(sp.sqrt(sp.pi / a_) * sp.exp(b_**2 / (4 * a_) + c_))
+    g = r**2 / (1 + r**2)
+    mean_over_x = sp.simplify(sp.exp(-(r**2) * x**2 / (1 + r**2)) * second / sp.sqrt(1 - 2 * g))
+    return sp.simplify(a_), second, sp.simplify(mean_over_x)
+
+
+def gaussian_third_moment_threshold():
+    """The Gaussian model's third moment of the density ratio, one coordinate at a time:
+    ``E_pi m^3 = e^{3 rho^2 x^2/(1 + 2 rho^2)} / ((1 - rho^2) sqrt(1 + 2 rho^2))`` (the Gaussian
+    integral with ``j = 3``), whose mean over ``x ~ N(0, 1)`` is finite iff
+    ``3 rho^2/(1 + 2 rho^2) < 1/2``. Returns ``(E_pi m^3 - closed form, the positive root of
+    3 rho^2/(1 + 2 rho^2) = 1/2)``: the residual simplifies to 0 and the root is 1/2.
+    """
+    y, x = sp.symbols("y x", real=True)
+    r = sp.Symbol("rho", positive=True)
+    s2 = 1 - r**2
+    log_integrand = (-3 * (y - r * x) ** 2 / (2 * s2) - 3 * sp.log(2 * sp.pi * s2) / 2
+                     + y**2 + sp.log(2 * sp.pi))
+    P = sp.Poly(sp.expand(log_integrand), y)
+    a_, b_, c_ = -P.coeff_monomial(y**2), P.coeff_monomial(y), P.coeff_monomial(1)
+    third = sp.sqrt(sp.pi / a_) * sp.exp(b_**2 / (4 * a_) + c_)
+    closed = sp.exp(3 * r**2 * x**2 / (1 + 2 * r**2)) / ((1 - r**2) * sp.sqrt(1 + 2 * r**2))
+    root = sp.solve(sp.Eq(3 * r**2 / (1 + 2 * r**2), sp.Rational(1, 2)), r)
+    return sp.simplify(third / closed - 1), root
+
+
+def two_point_posterior_check(k: int = 2):
+    """Proposition ``c2-prop-bayes`` on the symbolic two-point model (:func:`two_point_model_search_check`):
+    with the positive at a uniform position ``J`` among ``k + 1`` candidates, Bayes' formula
+    ``P(J = j | x, c) = M(x, c_j) prod_{i != j} pi(c_i) / sum_l M(x, c_l) prod_{i != l} pi(c_i)``
+    equals ``m(x, c_j) / sum_i m(x, c_i)`` for every query and every candidate list.
+
+    Returns the list of residuals (one per query, candidate list and position), all 0 after
+    simplification.
+    """
+    p, a_, b_ = sp.symbols("p a b", positive=True)
+    pi = [p, 1 - p]
+    M = [[a_, 1 - a_], [b_, 1 - b_]]
+    m = [[M[x][y] / pi[y] for y in range(2)] for x in range(2)]
+    out = []
+    for x in range(2):
+        for cand in itertools.product(range(2), repeat=k + 1):
+            joint = [M[x][cand[j]] * sp.Mul(*[pi[cand[i]] for i in range(k + 1) if i != j]) for j in range(k + 1)]
+            zm = sum(m[x][c] for c in cand)
+            out += [sp.simplify(joint[j] / sum(joint) - m[x][cand[j]] / zm) for j in range(k + 1)]
+    return out
+
+
 # ----------------------------------------------------------------------------------------------
 # Chapter C3: the temperature as a regulariser.
 
@@ -348,6 +540,77 @@ def antipodal_kl_series():
     """Two antipodal clusters: ``beta tanh beta - log cosh beta`` and its series at 0."""
     kl = beta * sp.tanh(beta) - sp.log(sp.cosh(beta))
     return kl, sp.series(kl, beta, 0, 6).removeO()
+
+
+def cross_entropy_kl_identity():
+    """Lemma ``c3-lem-ce-kl`` on a symbolic 3-point space: ``H(M, Q) = KL(M||Q) - KL(M||pi)``
+    with ``H(M, Q) = -sum_y M(y) log(Q(y)/pi(y))``. Returns the residual (simplifies to 0)."""
+    p1, p2, q1, q2, r1, r2 = sp.symbols("p1 p2 q1 q2 r1 r2", positive=True)
+    pi, Mv, Q = [p1, p2, 1 - p1 - p2], [r1, r2, 1 - r1 - r2], [q1, q2, 1 - q1 - q2]
+    H = -sum(Mv[i] * sp.log(Q[i] / pi[i]) for i in range(3))
+    kl_mq = sum(Mv[i] * sp.log(Mv[i] / Q[i]) for i in range(3))
+    kl_mp = sum(Mv[i] * sp.log(Mv[i] / pi[i]) for i in range(3))
+    return sp.simplify(sp.expand_log(H - (kl_mq - kl_mp), force=True))
+
+
+def sharp_kl_bound():
+    """Theorem ``c3-thm-kl-sharp``: with ``theta`` the tilted law's mass at ``s = 1`` of a law on
+    ``{-1, 1}``, ``F(theta) = 2 beta theta + log(theta e^{-2 beta} + 1 - theta)`` bounds the KL,
+    is concave, and is maximal at ``theta* = 1/(1 - e^{-2 beta}) - 1/(2 beta)`` with value
+    ``Psi = y - 1 - log y``, ``y = 2 beta/(1 - e^{-2 beta})``.
+
+    Returns a dict: ``F``, ``theta_star``, ``Psi``, ``dF_at_star`` (simplifies to 0),
+    ``d2F_residual`` (``F'' + (1 - e^{-2 beta})^2/(theta e^{-2beta} + 1 - theta)^2``, simplifies
+    to 0), ``y_residual`` (``y - beta (1 + coth beta)``, 0), ``series0`` (``Psi`` at beta = 0 to
+    order 4: ``beta^2/2 - beta^4/36``).
+    """
+    th = sp.Symbol("theta", positive=True)
+    F = 2 * beta * th + sp.log(th * sp.exp(-2 * beta) + 1 - th)
+    th_star = 1 / (1 - sp.exp(-2 * beta)) - 1 / (2 * beta)
+    y = 2 * beta / (1 - sp.exp(-2 * beta))
+    Psi = y - 1 - sp.log(y)
+    return {"F": F, "theta_star": th_star, "Psi": Psi,
+            "dF_at_star": sp.simplify(sp.diff(F, th).subs(th, th_star)),
+            "d2F_residual": sp.simplify(sp.diff(F, th, 2) + (1 - sp.exp(-2 * beta)) ** 2
+                                        / (th * sp.exp(-2 * beta) + 1 - th) ** 2),
+            "value_residual": sp.simplify(sp.expand_log(F.subs(th, th_star) - Psi, force=True)),
+            "y_residual": sp.simplify((y - beta * (1 + sp.coth(beta))).rewrite(sp.exp)),
+            "series0": sp.series(Psi, beta, 0, 5).removeO()}
+
+
+def cone_embedding_residual():
+    """Theorem ``c3-thm-vmf-approx`` (3): ``phi(x) = (sqrt(kappa/beta) x, sqrt(1 - kappa/beta))``
+    gives ``beta s = kappa t + beta - kappa`` with ``t = <x, y>``; returns the residual (0)."""
+    tt = sp.Symbol("t", real=True)
+    return sp.expand(beta * ((kappa / beta) * tt + (1 - kappa / beta)) - (kappa * tt + beta - kappa))
+
+
+def decoupled_derivative_residual():
+    """Proposition ``c3-prop-decoupled-rate`` (1): ``d/dbeta log T^dec`` is the self-normalised
+    average of ``s`` minus ``Z'/Z`` (shown with two negatives and an arbitrary ``Z``); returns the
+    residual (0)."""
+    s1, s2 = sp.symbols("s1 s2", real=True)
+    Z = sp.Function("Z")
+    logT = sp.log((sp.exp(beta * s1) + sp.exp(beta * s2)) / 2) - sp.log(Z(beta))
+    snis = (sp.exp(beta * s1) * s1 + sp.exp(beta * s2) * s2) / (sp.exp(beta * s1) + sp.exp(beta * s2))
+    return sp.simplify(sp.diff(logT, beta) - (snis - sp.diff(Z(beta), beta) / Z(beta)))
+
+
+def vmf3_decoupled_rate_constant():
+    """On ``S^2``: ``m2(beta) = Z(2beta)/Z(beta)^2 - 1 = beta coth beta - 1``,
+    ``A'(beta) = 1/beta^2 - 1/sinh^2 beta`` and the constant ``C = m2'(kappa)/(2 A'(kappa))`` of
+    ``beta_k = kappa + C/k + O(k^-2)`` (Proposition ``c3-prop-decoupled-rate``).
+
+    Returns ``(C as an expression in kappa, m2 residual, A' residual)`` (residuals simplify to 0).
+    """
+    Z = sp.sinh(beta) / beta
+    A = sp.diff(sp.log(Z), beta)
+    m2_ = Z.subs(beta, 2 * beta) / Z**2 - 1
+    r_m2 = sp.simplify((m2_ - (beta * sp.coth(beta) - 1)).rewrite(sp.exp))
+    Ap = sp.diff(A, beta)
+    r_A = sp.simplify((Ap - (1 / beta**2 - 1 / sp.sinh(beta) ** 2)).rewrite(sp.exp))
+    C = (sp.diff(beta * sp.coth(beta) - 1, beta) / (2 * (1 / beta**2 - 1 / sp.sinh(beta) ** 2))).subs(beta, kappa)
+    return sp.simplify(C), r_m2, r_A
 
 
 # ---------------------------------------------------------------------------------------------
