@@ -125,3 +125,24 @@ def test_in_batch_negatives_and_errors():
     assert estimators.in_batch_negatives("clip", 8) == 7 and estimators.in_batch_negatives("nt_xent", 8) == 14
     with pytest.raises(ValueError, match="batch_size"):
         estimators.in_batch_negatives("clip", 1)
+
+
+def test_the_in_batch_estimator_scores_rows_as_the_library_losses_do():
+    # The chapter's Monte Carlo (float64 masked log-sum-exp, many batches at once) measures the
+    # losses practitioners call: infonce_book.losses.info_nce_in_batch (both directions) and nt_xent.
+    import torch
+
+    from infonce_book.losses import info_nce_in_batch, nt_xent
+    from infonce_book.theory.estimators import in_batch_row_log_terms
+
+    g = torch.Generator().manual_seed(3)
+    a, p = (torch.nn.functional.normalize(torch.randn(2, 6, 4, generator=g, dtype=torch.float64), dim=-1)
+            for _ in range(2))
+    clip, _ = in_batch_row_log_terms(a, p, 0.3, "clip")
+    nt, _ = in_batch_row_log_terms(a, p, 0.3, "nt_xent")
+    for i in range(2):
+        torch.testing.assert_close(clip[i, 0], info_nce_in_batch(a[i], p[i], 0.3, reduction="none"),
+                                   rtol=1e-13, atol=1e-13)
+        torch.testing.assert_close(clip[i, 1], info_nce_in_batch(p[i], a[i], 0.3, reduction="none"),
+                                   rtol=1e-13, atol=1e-13)
+        torch.testing.assert_close(nt[i], nt_xent(a[i], p[i], 0.3, reduction="none"), rtol=1e-13, atol=1e-13)
