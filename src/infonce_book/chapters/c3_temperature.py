@@ -183,7 +183,7 @@ def ledger_gap(ledger, gap: pd.DataFrame, model) -> dict:
                 "ratio_large_low": float(hi.ratio_low), "ratio_large_high": float(hi.ratio_high),
                 "ratio_best": float(best.gap_over_range), "ratio_best_tau": float(best.tau),
                 "ratio_best_low": float(best.ratio_low), "ratio_best_high": float(best.ratio_high),
-                "gap_small": float(lo.gap), "gap_large": float(hi.gap), "tau_star": tau_star})
+                "gap_small": float(lo.gap), "gap_large": float(hi.gap), "optimal_tau": tau_star})
     out = {key: float(v) for key, v in out.items()}
     interior = summary.tau.iloc[0] < best.tau < summary.tau.iloc[-1]
     out["shape"] = ("smallest inside the range of temperatures (U-shaped)" if interior

@@ -466,8 +466,11 @@ def ledger_gap(ledger, table: pd.DataFrame, setup: DigitsSetup) -> dict:
             g = Estimate.from_samples(sub[sub.k == kk].gap.to_numpy(), t=True, method="seeds")
             vals.update({f"gap_{{}}_{role}": g.mean, f"gap_low_{{}}_{role}": g.ci_low,
                          f"gap_high_{{}}_{role}": g.ci_high})
+        change = (" — the gap grew between the two values of k, since the interval lies above 0"
+                  if verdict.low > 0 else " — the gap shrank, since the interval lies below 0"
+                  if verdict.high < 0 else "")
         vals.update({"diff_{}": est.mean, "diff_low_{}": verdict.low, "diff_high_{}": verdict.high,
-                     "verdict_{}": verdict.verdict, "top1_slope_{}": t.mean, "top1_slope_low_{}": t.ci_low,
+                     "verdict_{}": verdict.verdict, "change_{}": change, "top1_slope_{}": t.mean, "top1_slope_low_{}": t.ci_low,
                      "top1_slope_high_{}": t.ci_high})
         per_tau[tau] = vals
     out = {}
