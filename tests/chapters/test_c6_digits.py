@@ -120,3 +120,15 @@ def test_member_state_round_trips_into_a_sphere_mlp():
     assert torch.allclose(again(x), phi(x))
     with pytest.raises(ValueError, match="no trained embedding"):
         chapter.member_state(trained, 16, 0.5)
+
+
+def test_records_of_the_analysed_embedding_carry_its_training(led):
+    trained = pd.DataFrame([{"k": 256, "tau": 0.5, "seed": 0, "train_monitor": 3.96, "steps_run": 1100,
+                             "converged": True},
+                            {"k": 256, "tau": 0.5, "seed": 1, "train_monitor": 3.97, "steps_run": 1500,
+                             "converged": False}])
+    out = chapter.ledger_rates(led, {0.5: _rate_table()}, trained)
+    rec = {r.id: r for r in led.records}["C1-digits-kbias-tau0.5"]
+    assert rec.params["training_risk_reached"] == 3.96 and rec.params["steps_run"] == 1100
+    assert rec.params["n_seeds"] == 1 and rec.params["stopped_by_rule"] is True
+    assert out["c1_lo"] == out["c1_hi"] == 2.0 and out["temperature_note"] == ""

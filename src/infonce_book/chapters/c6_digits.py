@@ -491,7 +491,16 @@ def _k_needed(rate: pd.DataFrame, threshold: float) -> float:
     return float("nan")
 
 
-def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1) -> dict:
+def _member_params(trained: pd.DataFrame | None, k: int, tau: float) -> dict:
+    """What the records of one analysed embedding carry about its training (split 0)."""
+    if trained is None:
+        return {}
+    row = trained[(trained.k == k) & np.isclose(trained.tau, tau) & (trained.seed == 0)].iloc[0]
+    return {"training_k": int(k), "training_risk_reached": float(row.train_monitor), "steps_run": int(row.steps_run),
+            "stopped_by_rule": bool(row.converged), "n_seeds": 1}
+
+
+def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1, *, training: dict | None = None) -> dict:
     """Ledger records of C1 and C2 on a learned embedding (one tau; table from :func:`learned_rate`).
 
     * ``C1-digits-kbias-tau<tau>``: ``k (L_k - log k - L_inf)`` at the largest k against the
@@ -516,7 +525,7 @@ def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1) -> dict:
     k = int(last.k)
     c1, c2 = float(last.c1), float(last.c2)
     base = {"model": "digits, SphereMLP (learned)", "tau": tau, "k": k, "n_images": int(last.n_images),
-            "law": "held-out bank"}
+            "law": "held-out bank", **(training or {})}
     trunc = abs(c2) / k
     ledger.record(claim="C1", id=f"C1-digits-kbias-tau{tau:g}", quantity="k_bias_learned", predicted=c1,
                   measured=float(last.kbias), ci_low=float(c1 + last.diff_low - trunc),
@@ -556,10 +565,13 @@ def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1) -> dict:
     return out
 
 
-def ledger_rates(ledger, rates: dict) -> dict:
+def ledger_rates(ledger, rates: dict, trained: pd.DataFrame | None = None) -> dict:
     """:func:`ledger_rate` for each training tau of ``rates`` (``{tau: table}``); the page's
-    numbers keyed by tau role (``c1_lo``, ``c1_hi``, ...)."""
-    out = _by_role({tau: ledger_rate(ledger, rate) for tau, rate in rates.items()})
+    numbers keyed by tau role (``c1_lo``, ``c1_hi``, ...). With ``trained`` (the table of
+    :func:`train_embeddings`), the records carry the analysed embedding's training risk reached."""
+    k_max = None if trained is None else int(trained.k.max())
+    out = _by_role({tau: ledger_rate(ledger, rate, training=_member_params(trained, k_max, tau))
+                    for tau, rate in rates.items()})
     lo, hi = _roles(rates).values()
     out["temperature_note"] = (
         "The lower temperature needs more negatives for the same bias: its weights are more spread "
@@ -568,7 +580,7 @@ def ledger_rates(ledger, rates: dict) -> dict:
     return out
 
 
-def ledger_kl(ledger, kl: pd.DataFrame, tau_train: float) -> dict:
+def ledger_kl(ledger, kl: pd.DataFrame, tau_train: float, *, training: dict | None = None) -> dict:
     """``C3-digits-bound-tau<tau_train>``: one-sided, ``max_tau`` (upper end of the 95% interval
     of the KL) / bound ``<= 1`` for the embedding trained at ``tau_train``, its softmax search
     evaluated at every tau of the table. Returns the page's numbers for this embedding."""
@@ -577,7 +589,7 @@ def ledger_kl(ledger, kl: pd.DataFrame, tau_train: float) -> dict:
                   predicted=1.0, measured=float((kl.kl / kl.bound).max()),
                   ci_low=float((kl.kl_low / kl.bound).max()), ci_high=float(kl.ratio_high.max()),
                   passed=bool(kl.ratio_high.max() <= 1.0),
-                  params={"model": "digits, SphereMLP (learned)", "tau_train": tau_train,
+                  params={"model": "digits, SphereMLP (learned)", "tau_train": tau_train, **(training or {}),
                           "taus": [float(t) for t in kl.tau], "worst_tau": float(worst.tau),
                           "rule": "one-sided: passed when the interval's upper end is <= 1"})
     own = kl.loc[(kl.tau - tau_train).abs().idxmin()]
@@ -585,9 +597,12 @@ def ledger_kl(ledger, kl: pd.DataFrame, tau_train: float) -> dict:
             "kl_own_bound": float(own.bound)}
 
 
-def ledger_kls(ledger, kls: dict) -> dict:
-    """:func:`ledger_kl` for each training tau of ``kls`` (``{tau: table}``), keyed by tau role."""
-    out = _by_role({tau: ledger_kl(ledger, kl, tau) for tau, kl in kls.items()})
+def ledger_kls(ledger, kls: dict, trained: pd.DataFrame | None = None) -> dict:
+    """:func:`ledger_kl` for each training tau of ``kls`` (``{tau: table}``), keyed by tau role
+    (with ``trained``, the records carry the embedding's training risk reached)."""
+    k_max = None if trained is None else int(trained.k.max())
+    out = _by_role({tau: ledger_kl(ledger, kl, tau, training=_member_params(trained, k_max, tau))
+                    for tau, kl in kls.items()})
     worst = max(out["kl_ratio_max_lo"], out["kl_ratio_max_hi"])
     out["kl_verdict"] = ("holds with room to spare" if worst <= 0.5 else "holds" if worst <= 1.0
                          else "is exceeded (see the records)")
