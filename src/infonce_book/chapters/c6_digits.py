@@ -613,6 +613,8 @@ def ledger_counts(ledger_table: pd.DataFrame) -> dict:
     """How many of the chapter's records passed, in all and per claim (``C1``, ``C2``, ``C3``,
     ``C7``): ``n_records``, ``n_passed``, ``pass_<claim>`` as "passed of total"."""
     out = {"n_records": int(len(ledger_table)), "n_passed": int(ledger_table.passed.sum())}
+    out["failed_note"] = ("" if out["n_passed"] == out["n_records"] else
+                          " The records that failed are shown in the table above, not tuned away.")
     for claim in ("C1", "C2", "C3", "C7"):
         sub = ledger_table[ledger_table.claim == claim]
         out[f"pass_{claim.lower()}"] = f"{int(sub.passed.sum())} of {len(sub)}"
@@ -654,6 +656,7 @@ def describe(setup: DigitsSetup, size: dict, kl_taus) -> dict:
             "ks": ", ".join(str(k) for k in size["ks"]), "taus": ", ".join(f"{t:g}" for t in size["taus"]),
             "seeds": size["seeds"], "max_steps": size["max_steps"], "batch_size": size["batch_size"],
             "k_eval": size["k_eval"], "eval_aug": size["eval_aug"], "eval_tuples": size["eval_tuples"],
+            "eval_siblings": size["eval_aug"] - 1, "n_eval_others": n_eval - 1,
             **_k_roles(size["ks"]), "k_pair": ", ".join(str(k) for k in _k_roles(size["ks"]).values()),
             "tau_lo": roles["lo"], "tau_hi": roles["hi"],
             "rate_k_max": 2 ** size["rate_ks_log2"], "n_boot": size["n_boot"],
