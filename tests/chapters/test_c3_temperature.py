@@ -1,5 +1,6 @@
 """Chapter 3 (c3_temperature): the ledger rules of the page on small tables."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -63,3 +64,26 @@ def test_approximation_records(tmp_path, monkeypatch):
     assert all(r.passed for r in led.records)
     assert out["infimum"] == pytest.approx(0.172757, abs=2e-6)  # the convex programme (certified)
     assert table.set_index("tau").loc[0.2, "infimum"] == 0.0
+
+
+def test_gap_ledger_slope_below_tau_star_is_one_sided_and_the_summary_pools_sets(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger("c3_temperature", "smoke", "cpu", 0)
+    taus = [0.05, 0.1, 0.2, 0.5, 1.0]
+    # gap / B_k = 0.01 - 0.01 log(tau) + set noise below 1/kappa = 0.25: the slope is -0.01 exactly
+    # on average; above, 0.02 flat.
+    rows = []
+    for s, noise in enumerate([-0.001, 0.0, 0.001]):
+        for tau in taus:
+            ratio = (0.01 - 0.01 * np.log(tau) if tau <= 0.25 else 0.02) + noise
+            rows.append({"set": s, "tau": tau, "gap": ratio * 4 / tau, "range_bk": 4 / tau, "gap_over_range": ratio,
+                         "train_risk": 1.0})
+    out = chapter.ledger_gap(led, pd.DataFrame(rows), VonMisesFisher(3, 4.0))
+    rec = {r.id: r for r in led.records}["C3-gap-range-below-tau-star"]
+    assert rec.measured == pytest.approx(-0.01, rel=1e-9) and rec.passed
+    assert rec.params["taus"] == [0.05, 0.1, 0.2] and rec.params["n_sets"] == 3
+    assert out["slope_above"] == pytest.approx(0.0, abs=1e-12)
+    summary = chapter.gap_summary(pd.DataFrame(rows))
+    # mean over the three sets at tau = 1: 0.02 (the noise averages out)
+    assert summary.set_index("tau").gap_over_range[1.0] == pytest.approx(0.02, rel=1e-12)
+    assert out["ratio_best_tau"] == 0.5  # the first of the two equal minima

@@ -1,24 +1,134 @@
-"""Chapter 6 (c6_digits): the ledger rules of the page on a small table."""
+"""Chapter 6 (c6_digits): the ledger rules and summaries of the page on small tables."""
+
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from infonce_book.chapters import c6_digits as chapter
 from infonce_book.experiment.ledger import Ledger
 
 
-def test_gap_change_is_paired_by_seed_and_the_top1_slope_is_one_sided(tmp_path, monkeypatch):
+@pytest.fixture
+def led(tmp_path, monkeypatch):
     monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
-    led = Ledger("c6_digits", "smoke", "cpu", 0)
+    return Ledger("c6_digits", "smoke", "cpu", 0)
+
+
+def _gap_table(changes_by_tau):
     rows = []
-    for seed, (g1, g2) in enumerate([(0.10, 0.12), (0.20, 0.21), (0.05, 0.08)]):
-        rows += [{"tau": 0.5, "k": 16, "seed": seed, "gap": g1, "top1": 0.3 + 0.01 * seed},
-                 {"tau": 0.5, "k": 64, "seed": seed, "gap": g2, "top1": 0.5 + 0.01 * seed}]
-    out = chapter.ledger(led, pd.DataFrame(rows))
+    for tau, changes in changes_by_tau.items():
+        for seed, change in enumerate(changes):
+            for k, gap, top1 in ((16, 0.05, 0.5), (64, 0.10, 0.6), (256, 0.10 + change, 0.7)):
+                rows.append({"tau": tau, "k": k, "seed": seed, "gap": gap, "top1": top1 + 0.01 * seed,
+                             "train_risk": 1.0 + k / 1000, "steps_run": 1000, "converged": seed % 2 == 0,
+                             "nn_class": 0.9})
+    return pd.DataFrame(rows)
+
+
+def test_gap_levels_off_only_when_the_90_interval_is_inside_the_margin(led):
+    # tau 0.5: changes 0.001 +- 0.002 -> 90% interval well inside +-0.02: equivalent.
+    # tau 0.1: changes spread widely, mean 0.01 -> interval contains 0 but leaves the margin:
+    # not shown equivalent (an interval containing 0 is not evidence).
+    setup = chapter.DigitsSetup(margin=0.02, alpha=0.05)
+    table = _gap_table({0.5: [0.001, -0.001, 0.003, 0.0, 0.002], 0.1: [0.05, -0.03, 0.04, -0.02, 0.01]})
+    out = chapter.ledger_gap(led, table, setup)
     rec = {r.id: r for r in led.records}
-    diffs = np.array([0.02, 0.01, 0.03])
-    assert rec["C7-digits-gap-levels-tau0.5"].measured == pytest.approx(diffs.mean())
-    assert rec["C7-digits-gap-levels-tau0.5"].n == 3
+    eq, noteq = rec["C7-digits-gap-levels-tau0.5"], rec["C7-digits-gap-levels-tau0.1"]
+    assert eq.passed and not noteq.passed
+    assert noteq.ci_low < 0.0 < noteq.ci_high  # contains 0, yet does not pass
+    d = np.array([0.001, -0.001, 0.003, 0.0, 0.002])
+    half = 2.131846786326649 * d.std(ddof=1) / math.sqrt(5)  # t_{0.95, 4} (tables)
+    assert eq.measured == pytest.approx(d.mean()) and eq.ci_high == pytest.approx(d.mean() + half, rel=1e-9)
+    assert eq.level == pytest.approx(0.9) and eq.n == 5
+    assert eq.params["delta"] == 0.02 and eq.params["n_seeds"] == 5 and eq.params["k_pair"] == [64, 256]
+    assert eq.params["training_risk_reached"] == {"16": 1.016, "64": 1.064, "256": 1.256}
+    assert out["verdict_hi"] == "equivalent" and out["verdict_lo"] == "not shown equivalent"
+    assert out["gap_hi_k1"] == pytest.approx(0.10) and out["diff_hi"] == pytest.approx(d.mean())
     assert rec["C7-digits-top1-slope-tau0.5"].passed  # accuracy rises with k
-    assert out["gap_k1_0_5"] == 16 and out["gap_k2_0_5"] == 64
+
+
+def test_seeds_needed_matches_the_t_interval_condition():
+    # mean 0.01, sd 0.01, margin 0.02: n = 4 gives 0.01 + t_{0.95,3} 0.01/2 = 0.01 + 2.3534 * 0.005
+    # = 0.0218 > 0.02; n = 5 gives 0.01 + 2.1318 * 0.01/sqrt(5) = 0.0195 < 0.02.
+    d = np.array([0.0, 0.01, 0.02]) + 0.0  # mean 0.01, sd 0.01
+    assert chapter.seeds_needed(d, 0.02) == 5.0
+    assert chapter.seeds_needed(d, 0.009) == math.inf  # the mean itself exceeds the margin
+
+
+def _rate_table(c1=2.0, c2=-4.0, tau=0.5):
+    # an exact two-term bias with small relative errors, and a positive term with its limit
+    ks = 2 ** np.arange(0, 13)
+    bias = c1 / ks + c2 / ks**2
+    return pd.DataFrame({"tau": tau, "k": ks, "bias": bias, "bias_se": 1e-3 * np.abs(bias),
+                         "bias_low": bias - 2e-3 * np.abs(bias), "bias_high": bias + 2e-3 * np.abs(bias),
+                         "estimator": "cv", "kbias": ks * bias, "c1": c1, "c1_low": c1 - 0.1, "c1_high": c1 + 0.1,
+                         "c2": c2, "diff": ks * bias - c1, "diff_low": ks * bias - c1 - 0.01,
+                         "diff_high": ks * bias - c1 + 0.01, "pos_k": 3.0 - 1.0 / ks, "pos_low": 0.0,
+                         "pos_high": 0.0, "u1": 3.0, "u1_low": 2.9, "u1_high": 3.1, "pos_diff": -1.0 / ks,
+                         "pos_diff_low": -1.0 / ks - 0.01, "pos_diff_high": -1.0 / ks + 0.01, "pos_c2": -1.0,
+                         "top1": 1.0 / ks, "top1_low": 0.0, "top1_high": 1.0, "xent": 0.0, "xent_low": 0.0,
+                         "xent_high": 0.0, "linf": -1.0, "n_images": 100})
+
+
+def test_rate_records_compare_with_c1_with_the_declared_truncation(led):
+    out = chapter.ledger_rate(led, _rate_table())
+    rec = {r.id: r for r in led.records}
+    kb = rec["C1-digits-kbias-tau0.5"]
+    # at k = 4096, k bias = c1 + c2/k: inside c1 + [diff -+ 0.01] -+ |c2|/k
+    assert kb.predicted == 2.0 and kb.measured == pytest.approx(2.0 - 4.0 / 4096) and kb.passed
+    assert kb.ci_high - kb.ci_low == pytest.approx(0.02 + 2 * 4.0 / 4096)
+    sl = rec["C1-digits-slope-tau0.5"]
+    # fitted where |c2|/(|c1| k) <= 0.1, i.e. k >= 20: k = 32 .. 4096
+    assert sl.params["k_min"] == 32 and sl.passed and sl.measured == pytest.approx(-1.0, abs=0.02)
+    assert rec["C2-digits-positive-term-tau0.5"].passed
+    assert out["k_01"] == 32.0 and out["k_01_pred"] == pytest.approx(20.0)  # first k with |bias| < 0.1
+    table = chapter.needed_negatives({0.5: _rate_table()})
+    assert table["k for 0.01 nats (measured)"].iloc[0] == 256.0  # 2/256 - 4/65536 < 0.01 <= 2/128 - ...
+
+
+def test_a_wrong_c1_fails_the_rate_record(led):
+    bad = _rate_table()
+    bad["c1"] = 2.5  # the prediction is off by 0.5, far outside the interval
+    bad["diff"], bad["diff_low"], bad["diff_high"] = (bad.kbias - 2.5, bad.kbias - 2.51, bad.kbias - 2.49)
+    chapter.ledger_rate(led, bad)
+    assert not {r.id: r for r in led.records}["C1-digits-kbias-tau0.5"].passed
+
+
+def test_kl_record_is_one_sided_and_roles_cover_one_temperature(led):
+    kl = pd.DataFrame({"tau": [0.5, 1.0], "kl": [0.3, 0.05], "kl_low": [0.29, 0.04], "kl_high": [0.31, 0.06],
+                       "bound": [2.0, 0.5], "ratio_high": [0.155, 0.12]})
+    out = chapter.ledger_kls(led, {0.5: kl})
+    rec = led.records[-1]
+    assert rec.id == "C3-digits-bound-tau0.5" and rec.passed and rec.ci_high == pytest.approx(0.155)
+    # one training temperature: both roles are filled with it
+    assert out["kl_ratio_max_lo"] == out["kl_ratio_max_hi"] == pytest.approx(0.155)
+    assert out["kl_own_hi"] == pytest.approx(0.3) and out["kl_verdict"] == "holds with room to spare"
+    chapter.ledger_kl(led, kl.assign(ratio_high=[1.2, 0.12]), 0.5)
+    assert not led.records[-1].passed  # an upper end above the bound fails
+
+
+def test_member_state_round_trips_into_a_sphere_mlp():
+    setup = chapter.DigitsSetup(hidden=8, dim_out=4)
+    phi = chapter.SphereMLP(64, 8, 4, seed=3)
+    state = {name: t.numpy().tolist() for name, t in phi.state_dict().items()}
+    trained = pd.DataFrame([{"k": 64, "tau": 0.5, "seed": 0, "state": state}])
+    again = chapter._embedding_from_state(setup, chapter.member_state(trained, 64, 0.5), "cpu")
+    x = torch.rand(5, 64)
+    assert torch.allclose(again(x), phi(x))
+    with pytest.raises(ValueError, match="no trained embedding"):
+        chapter.member_state(trained, 16, 0.5)
+
+
+def test_records_of_the_analysed_embedding_carry_its_training(led):
+    trained = pd.DataFrame([{"k": 256, "tau": 0.5, "seed": 0, "train_monitor": 3.96, "steps_run": 1100,
+                             "converged": True},
+                            {"k": 256, "tau": 0.5, "seed": 1, "train_monitor": 3.97, "steps_run": 1500,
+                             "converged": False}])
+    out = chapter.ledger_rates(led, {0.5: _rate_table()}, trained)
+    rec = {r.id: r for r in led.records}["C1-digits-kbias-tau0.5"]
+    assert rec.params["training_risk_reached"] == 3.96 and rec.params["steps_run"] == 1100
+    assert rec.params["n_seeds"] == 1 and rec.params["stopped_by_rule"] is True
+    assert out["c1_lo"] == out["c1_hi"] == 2.0 and out["temperature_note"] == ""

@@ -66,3 +66,66 @@ def test_sampler_evaluate_and_sphere_mlp():
         SphereMLP(64, 8, 1)
     view = digits.embedding_2d(phi, images[:50])
     assert view.shape == (50, 2)
+
+
+# --- no false negatives, ensembles and banks -----------------------------------------------------
+
+
+def test_no_negative_shares_its_anchors_source_image():
+    # A pool of 4 images: with the old sampler a quarter of the negatives were false negatives.
+    images, _ = digits.load_digits()
+    sampler = digits.AugmentedTuples(images[:4], 6, return_index=True)
+    x, xp, xn, anchor, neg = sampler(4000, torch.Generator().manual_seed(0))
+    assert xn.shape == (4000, 6, 64) and anchor.shape == (4000,) and neg.shape == (4000, 6)
+    assert not bool((neg == anchor[:, None]).any())
+    # ... and the negatives are uniform over the other 3 images: each has probability 1/3
+    for a in range(4):
+        counts = torch.bincount(neg[anchor == a].reshape(-1), minlength=4).double()
+        assert counts[a] == 0
+        freq = counts[[i for i in range(4) if i != a]] / counts.sum()
+        assert torch.allclose(freq, torch.full((3,), 1 / 3, dtype=torch.float64), atol=0.03)
+    # the old sampler, kept to measure its bias, does draw false negatives (about 1/4)
+    old = digits.AugmentedTuples(images[:4], 6, false_negatives=True, return_index=True)
+    *_, anchor, neg = old(4000, torch.Generator().manual_seed(0))
+    assert abs(float((neg == anchor[:, None]).double().mean()) - 0.25) < 0.02
+    with pytest.raises(ValueError, match="N >= 2"):
+        digits.AugmentedTuples(images[:1], 2)
+
+
+def test_ensemble_sampler_draws_negatives_outside_the_batch_and_per_member_pools():
+    images, _ = digits.load_digits()
+    pools = torch.stack([images[:5], images[5:10]])
+    sampler = digits.EnsembleTuples(pools, 8, return_index=True)
+    for seed in range(50):
+        x, xp, xn, anchor, neg = sampler(3, torch.Generator().manual_seed(seed))
+        assert x.shape == (2, 3, 64) and xn.shape == (2, 8, 64)
+        for s in range(2):
+            assert not set(neg[s].tolist()) & set(anchor[s].tolist())
+    # member 1 draws from its own pool: with no augmentation, x equals the pool's images
+    plain = digits.EnsembleTuples(pools, 2, return_index=True, max_shift=0.0, max_rotation=0.0, noise=0.0)
+    x, _, xn, anchor, neg = plain(3, torch.Generator().manual_seed(1))
+    assert torch.allclose(x[1], pools[1][anchor[1]].flatten(1), atol=1e-6)
+    assert torch.allclose(xn[1], pools[1][neg[1]].flatten(1), atol=1e-6)
+    with pytest.raises(ValueError, match="batch_size"):
+        digits.EnsembleTuples(pools, 2)(5)
+    with pytest.raises(ValueError, match=r"\(S, N, H, W\)"):
+        digits.EnsembleTuples(images[:5], 2)
+
+
+def test_bank_similarity_laws_pick_siblings_and_other_images():
+    images, _ = digits.load_digits()
+    bank = digits.AugmentationBank(images[:6], 3, torch.Generator().manual_seed(0))
+    assert bank.views.shape == (18, 64) and len(bank) == 18
+    assert bank.source.tolist() == [i for i in range(6) for _ in range(3)]
+    e = torch.nn.functional.normalize(torch.randn(18, 5, generator=torch.Generator().manual_seed(1)), dim=-1)
+    s_pos, s_neg, image = digits.bank_similarity_laws(e, 6, 3, anchors_per_image=2)
+    assert s_pos.shape == (12, 2) and s_neg.shape == (12, 15) and image.tolist() == [i for i in range(6) for _ in "ab"]
+    full = e @ e.T
+    # anchor 3 is view 1 of image 1 (row 4): siblings rows 5 and 3, negatives every row outside
+    # 3..5, from image 2 on
+    assert torch.allclose(s_pos[3], full[4, [5, 3]])
+    assert torch.allclose(s_neg[3], full[4, list(range(6, 18)) + [0, 1, 2]])
+    with pytest.raises(ValueError, match="n_aug"):
+        digits.AugmentationBank(images[:6], 1)
+    with pytest.raises(ValueError, match="embedding"):
+        digits.bank_similarity_laws(e[:10], 6, 3)

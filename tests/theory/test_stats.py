@@ -4,11 +4,15 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from infonce_book.theory.stats import (
     Estimate,
+    bootstrap_mean,
     coverage_interval,
+    equivalence_test,
     fit_loglog_line,
     fit_loglog_slope,
     linear_slope,
@@ -102,3 +106,77 @@ def test_richardson_removes_a_one_over_k_term():
 def test_samples_are_kept_only_when_asked():
     assert Estimate.from_samples([1.0, 2.0]).samples == ()
     assert Estimate.from_samples([1.0, 2.0], keep=True).samples == (1.0, 2.0)
+
+
+# --- equivalence (two one-sided tests) and the bootstrap ---------------------------------------
+
+
+def test_equivalence_test_known_values_normal_and_t():
+    # N(0, 1) estimate, margin 2: each one-sided p-value is Phi(-2) = 0.022750131948179195
+    # (tables); the 90% interval is -+1.6448536269514722, inside (-2, 2).
+    v = equivalence_test(Estimate(0.0, 1.0), 2.0)
+    assert v.equivalent and v.p_value == pytest.approx(0.022750131948179195, rel=1e-12)
+    assert (v.low, v.high) == pytest.approx((-1.6448536269514722, 1.6448536269514722), rel=1e-12)
+    # margin exactly z_0.95: p = 0.05, not below alpha: not shown equivalent.
+    v = equivalence_test(Estimate(0.0, 1.0), 1.6448536269514722)
+    assert not v.equivalent and v.p_value == pytest.approx(0.05, rel=1e-9)
+    # t with 7 dof: t_{0.95, 7} = 1.894578605090007 (tables); mean 0.01, se 0.004, margin 0.02:
+    # upper end 0.01 + 1.8946 * 0.004 = 0.017578 < 0.02.
+    v = equivalence_test(Estimate(0.01, 0.004, 8, dof=7), 0.02)
+    assert v.equivalent and v.high == pytest.approx(0.01 + 1.894578605090007 * 0.004, rel=1e-12)
+    assert v.verdict == "equivalent"
+
+
+def test_an_interval_containing_zero_is_not_evidence_of_equivalence():
+    wide = Estimate(0.0, 0.05, 3, dof=2)  # contains 0, but its 90% interval is -+0.146
+    v = equivalence_test(wide, 0.02)
+    assert wide.contains(0.0) and not v.equivalent and v.verdict == "not shown equivalent"
+
+
+@settings(max_examples=60, deadline=None)
+@given(mean=st.floats(-1, 1), se=st.floats(1e-3, 1), margin=st.floats(1e-3, 2), dof=st.integers(1, 50))
+def test_tost_rejects_both_nulls_exactly_when_the_90_interval_is_inside_the_margin(mean, se, margin, dof):
+    v = equivalence_test(Estimate(mean, se, dof + 1, dof=dof), margin)
+    lo, hi = Estimate(mean, se, dof + 1, 0.9, dof=dof).ci
+    assert v.equivalent == (-margin < lo and hi < margin)
+    if abs(v.p_value - 0.05) > 1e-9:
+        assert v.equivalent == (v.p_value < 0.05)
+
+
+def test_equivalence_test_with_an_explicit_interval_and_bad_input():
+    boot = Estimate.interval(0.0, -0.01, 0.012, level=0.9)
+    assert equivalence_test(boot, 0.02).equivalent and equivalence_test(boot, 0.02).p_value is None
+    assert not equivalence_test(boot, 0.011).equivalent
+    with pytest.raises(ValueError, match="level 0.9"):
+        equivalence_test(Estimate.interval(0.0, -0.01, 0.01, level=0.95), 0.02)
+    with pytest.raises(ValueError, match="margin"):
+        equivalence_test(Estimate(0.0, 1.0), 0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        equivalence_test(Estimate(0.0, 1.0), 1.0, alpha=0.5)
+    with pytest.raises(ValueError, match="no uncertainty"):
+        equivalence_test(Estimate(0.0, 0.0), 1.0)
+
+
+def test_bootstrap_se_matches_the_normal_theory_value():
+    # i.i.d. N(0, 1) samples: the bootstrap sd of the mean is close to sd / sqrt(n).
+    x = np.random.default_rng(1).standard_normal(400)
+    e = bootstrap_mean(x, n_boot=4000, seed=2)
+    assert e.mean == pytest.approx(x.mean(), abs=1e-15)
+    assert e.se == pytest.approx(x.std(ddof=1) / 20.0, rel=0.1)
+    assert e.ci_low < x.mean() < e.ci_high and e.n == 400
+
+
+def test_bootstrap_keeps_groups_together():
+    # Each of 200 values repeated 10 times as one group: the same uncertainty as the 200 values
+    # alone; treated as 2000 independent values the se would shrink by sqrt(10).
+    x = np.random.default_rng(3).standard_normal(200)
+    rep, groups = np.repeat(x, 10), np.repeat(np.arange(200), 10)
+    grouped = bootstrap_mean(rep, groups, n_boot=4000, seed=4)
+    naive = bootstrap_mean(rep, n_boot=4000, seed=4)
+    assert grouped.se == pytest.approx(x.std(ddof=1) / math.sqrt(200), rel=0.1)
+    assert naive.se == pytest.approx(grouped.se / math.sqrt(10), rel=0.15)
+    assert grouped.n == 200
+    with pytest.raises(ValueError, match="2 groups"):
+        bootstrap_mean([1.0, 2.0], [0, 0])
+    with pytest.raises(ValueError, match="NaN"):
+        bootstrap_mean([1.0, float("nan")])

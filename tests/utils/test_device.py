@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from infonce_book.losses import info_nce
-from infonce_book.utils.device import resolve_device
+from infonce_book.utils.device import one_thread, resolve_device
 
 has_cuda = torch.cuda.is_available()
 
@@ -65,3 +65,16 @@ def test_gpu_streaming_gradients_match_the_cpu_float64_reference(shared, dtype):
         assert t.grad.device.type == "cuda" and t.grad.dtype == dtype
         err = (t.grad.double().cpu() - r.grad).abs().max() / r.grad.abs().max()
         assert err <= tol
+
+
+def test_one_thread_sets_one_thread_and_restores_the_setting():
+    before = torch.get_num_threads()
+    with one_thread():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    try:
+        with one_thread():
+            raise RuntimeError("inside")
+    except RuntimeError:
+        pass
+    assert torch.get_num_threads() == before  # restored on errors too

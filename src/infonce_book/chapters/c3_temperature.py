@@ -20,12 +20,12 @@ from scipy import optimize, special
 
 from ..experiment.cache import cached
 from ..experiment.setup import ChapterContext, setup_chapter
-from ..learning.training import fit_linear_embedding, fit_temperature
+from ..learning.training import fit_linear_embeddings, fit_temperature
 from ..models import VonMisesFisher
-from ..theory.bounds import antipodal_kl, kl_softmax_bound, kl_softmax_sharp_bound, two_point_kl
+from ..theory.bounds import antipodal_kl, kl_softmax_bound, kl_softmax_sharp_bound, loss_range, two_point_kl
 from ..theory.search import empirical_kl_softmax_interval
-from ..theory.stats import Estimate, normal_quantile
-from ..utils.device import resolve_device
+from ..theory.stats import Estimate, linear_slope, normal_quantile
+from ..utils.device import one_thread, resolve_device
 
 STEM = "c3_temperature"
 
@@ -34,19 +34,19 @@ SIZES = {
               "learn_seeds": 3, "learn_steps": 200, "learn_batch": 128, "gap_taus": [0.05, 0.1, 0.25, 1.0],
               "gap_n_train": 32, "gap_steps": 150, "gap_test": 5000, "approx_taus": [2.0, 1.0, 0.5, 0.3, 0.25, 0.2],
               "approx_mc_draws": 100000, "approx_mc_reps": 4, "decoupled_ks": [64, 128, 256],
-              "sharp_random_starts": 3},
+              "sharp_random_starts": 3, "gap_sets": 4},
     "standard": {"taus": [0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0], "kl_queries": 512, "kl_sample": 4096,
                  "learn_k": 64, "learn_seeds": 5, "learn_steps": 400, "learn_batch": 256,
                  "gap_taus": [0.05, 0.1, 0.2, 0.5, 1.0, 2.0], "gap_n_train": 32, "gap_steps": 300,
                  "gap_test": 20000, "approx_taus": [2.0, 1.0, 0.75, 0.5, 0.4, 0.3, 0.26, 0.25, 0.2, 0.1],
                  "approx_mc_draws": 400000, "approx_mc_reps": 5, "decoupled_ks": [256, 512, 1024],
-                 "sharp_random_starts": 6},
+                 "sharp_random_starts": 6, "gap_sets": 10},
     "full": {"taus": [0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0], "kl_queries": 2048, "kl_sample": 16384,
              "learn_k": 256, "learn_seeds": 8, "learn_steps": 800, "learn_batch": 1024,
              "gap_taus": [0.05, 0.1, 0.2, 0.5, 1.0, 2.0], "gap_n_train": 32, "gap_steps": 500,
              "gap_test": 100000, "approx_taus": [2.0, 1.0, 0.75, 0.5, 0.4, 0.3, 0.26, 0.25, 0.2, 0.1],
              "approx_mc_draws": 1000000, "approx_mc_reps": 8, "decoupled_ks": [1024, 2048, 4096],
-             "sharp_random_starts": 12},
+             "sharp_random_starts": 12, "gap_sets": 40},
 }
 
 
@@ -123,24 +123,94 @@ def learned_tau(model, k: int, n_seeds: int, steps: int, batch_size: int, device
 
 @cached
 def gap_across_taus(model, taus: list, n_train: int, k: int, steps: int, device: str, seed: int,
-                    n_test: int = 20000):
-    """Train ``phi(x) = A x/|A x|`` by ERM at each tau on the same training set; report the
-    empirical risk, the risk on fresh tuples (with a 95% interval) and the gap, in nats, and
-    two sensitivity constants: ``2 beta`` (the loss is 2 beta-Lipschitz in the similarity vector,
-    sup norm) and ``beta e^{2 beta}/(k+1)`` (the per-negative factor of the averaging bound of the
-    C4 chapter, which grows exponentially as tau -> 0). ``model``: the vMF model of the page."""
+                    n_test: int = 20000, n_sets: int = 1):
+    """Train ``phi(x) = A x/|A x|`` by ERM at each tau on each of ``n_sets`` independent training
+    sets (set ``j``: the tuples, initial matrix and test tuples of seed ``seed + j``, the same for
+    every tau; :func:`~infonce_book.learning.training.fit_linear_embeddings`). Report the empirical
+    risk, the risk on fresh tuples and the gap (with a 95% interval from the test sample), in nats;
+    the loss's range ``B_k`` (:func:`~infonce_book.theory.bounds.loss_range`, the scale of the
+    McDiarmid term of the combined bound) and ``gap_over_range = gap / B_k``; and two sensitivity
+    constants: ``2 beta`` (the loss is 2 beta-Lipschitz in the similarity vector, sup norm) and
+    ``beta e^{2 beta}/(k+1)`` (the per-negative factor of the averaging bound of the C4 chapter,
+    which grows exponentially as tau -> 0). ``model``: the vMF model of the page.
+
+    Rows are ordered by set, then tau (set 0 is the single run of earlier versions).
+    """
     z = normal_quantile(0.95)
+    with one_thread():
+        fits = fit_linear_embeddings(model, taus, n_sets=n_sets, n_train=n_train, k=k, steps=steps, seed=seed,
+                                     device=device, n_test=n_test)
     rows = []
-    for tau in taus:
-        r = fit_linear_embedding(model, tau, n_train=n_train, k=k, steps=steps, seed=seed, device=device,
-                                 n_test=n_test)
-        beta = 1.0 / tau
-        rows.append({"tau": tau, "train_risk": r["train_risk"], "test_risk": r["test_risk"],
-                     "gap": r["test_risk"] - r["train_risk"], "gap_low": r["test_risk"] - z * r["test_se"] - r["train_risk"],
-                     "gap_high": r["test_risk"] + z * r["test_se"] - r["train_risk"],
-                     "linf_lipschitz": 2 * beta, "averaging_factor": beta * math.exp(2 * beta) / (k + 1),
-                     "A": r["A"].cpu().numpy().tolist()})
+    for j, per_tau in enumerate(fits):
+        for tau, r in zip(taus, per_tau):
+            beta = 1.0 / tau
+            gap = r["test_risk"] - r["train_risk"]
+            b_k = loss_range(k, tau)
+            rows.append({"set": j, "tau": tau, "train_risk": r["train_risk"], "test_risk": r["test_risk"],
+                         "gap": gap, "gap_low": gap - z * r["test_se"], "gap_high": gap + z * r["test_se"],
+                         "range_bk": b_k, "gap_over_range": gap / b_k,
+                         "linf_lipschitz": 2 * beta, "averaging_factor": beta * math.exp(2 * beta) / (k + 1),
+                         "A": r["A"].cpu().numpy().tolist()})
     return pd.DataFrame(rows)
+
+
+def gap_summary(gap: pd.DataFrame) -> pd.DataFrame:
+    """Per tau, over the training sets: the gap (nats) and the normalised gap ``gap / B_k`` with
+    95% Student-t intervals, and the mean empirical risk."""
+    rows = []
+    for tau, sub in gap.groupby("tau"):
+        g = Estimate.from_samples(sub.gap.to_numpy(), t=True, method="training sets")
+        r = Estimate.from_samples(sub.gap_over_range.to_numpy(), t=True, method="training sets")
+        rows.append({"tau": tau, "train_risk": sub.train_risk.mean(), "gap": g.mean, "gap_low": g.ci_low,
+                     "gap_high": g.ci_high, "range_bk": sub.range_bk.iloc[0], "gap_over_range": r.mean,
+                     "ratio_low": r.ci_low, "ratio_high": r.ci_high, "n_sets": g.n})
+    return pd.DataFrame(rows)
+
+
+def ledger_gap(ledger, gap: pd.DataFrame, model) -> dict:
+    """Ledger record of the gap-versus-temperature experiment, and the page's numbers.
+
+    ``C3-gap-range-below-tau-star``: the claim of earlier versions of the page, "embeddings
+    trained at lower temperatures generalised worse", in the units of the loss's range: the
+    least-squares slope of ``gap / B_k`` against ``log tau`` over the temperatures ``tau <= 1/kappa``
+    (below the model's optimal temperature, Proposition ``c3-prop-tau``), all sets pooled; one-sided,
+    passed when the 95% interval of the slope lies below 0. Above ``1/kappa`` the page reports the
+    same slope without a record (no prediction is made there).
+    """
+    tau_star = 1.0 / model.kappa
+    out = {}
+    for side, sub in (("below", gap[gap.tau <= tau_star + 1e-12]), ("above", gap[gap.tau > tau_star])):
+        if sub.tau.nunique() < 2:
+            out.update({f"slope_{side}": float("nan"), f"slope_{side}_low": float("nan"),
+                        f"slope_{side}_high": float("nan")})
+            continue
+        slope = linear_slope(np.log(sub.tau.to_numpy(float)), sub.gap_over_range.to_numpy())
+        out.update({f"slope_{side}": slope.mean, f"slope_{side}_low": slope.ci_low,
+                    f"slope_{side}_high": slope.ci_high})
+        if side == "below":
+            ledger.record(claim="C3", id="C3-gap-range-below-tau-star", quantity="slope of gap/B_k against log tau",
+                          predicted=0.0, measured=slope, passed=slope.ci_high < 0.0,
+                          params={**model.params, "taus": sorted(float(t) for t in sub.tau.unique()),
+                                  "n_sets": int(gap.set.nunique()), "k": 16,
+                                  "rule": "one-sided: passed when ci_high < predicted (worse at lower tau)"})
+    summary = gap_summary(gap)
+    lo, hi = summary.iloc[0], summary.iloc[-1]
+    best = summary.loc[summary.gap_over_range.idxmin()]
+    out.update({"gap_sets": int(gap.set.nunique()), "gap_tau_min": float(lo.tau), "gap_tau_max": float(hi.tau),
+                "ratio_small": float(lo.gap_over_range), "ratio_small_low": float(lo.ratio_low),
+                "ratio_small_high": float(lo.ratio_high), "ratio_large": float(hi.gap_over_range),
+                "ratio_large_low": float(hi.ratio_low), "ratio_large_high": float(hi.ratio_high),
+                "ratio_best": float(best.gap_over_range), "ratio_best_tau": float(best.tau),
+                "ratio_best_low": float(best.ratio_low), "ratio_best_high": float(best.ratio_high),
+                "gap_small": float(lo.gap), "gap_large": float(hi.gap), "optimal_tau": tau_star})
+    out = {key: float(v) for key, v in out.items()}
+    interior = summary.tau.iloc[0] < best.tau < summary.tau.iloc[-1]
+    out["shape"] = ("smallest inside the range of temperatures (U-shaped)" if interior
+                    else "smallest at an end of the range of temperatures")
+    lo_above, hi_above = out["slope_above_low"], out["slope_above_high"]
+    out["above_trend"] = ("grows again" if lo_above > 0 else "keeps falling" if hi_above < 0
+                          else "shows no clear trend")
+    return out
 
 
 def ledger(ledger, kl: pd.DataFrame, learned: pd.DataFrame, model) -> dict:
@@ -378,16 +448,21 @@ def exercise_values(model) -> dict:
 
 
 def fig_gap_vs_tau(table):
-    """Empirical and fresh-data risk of embeddings trained at each tau, and their gap."""
-    fig, ax = plt.subplots()
-    ax.plot(table["tau"], table["train_risk"], "o-", label="empirical risk (training tuples)")
-    ax.plot(table["tau"], table["test_risk"], "s-", label="risk on fresh tuples")
-    ax.errorbar(table["tau"], table["gap"], yerr=[table["gap"] - table["gap_low"], table["gap_high"] - table["gap"]],
-                fmt="^--", capsize=3, label="gap")
-    ax.set_xscale("log")
-    ax.set_xlabel(r"temperature $\tau$")
-    ax.set_ylabel("nats")
-    ax.legend(fontsize="small")
+    """Gap of the embeddings trained at each tau over several training sets: in nats (left) and
+    divided by the loss's range ``B_k`` (right); means over sets with 95% t-intervals, the single
+    sets as dots."""
+    summary = gap_summary(table)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, col, lo, hi, lab in ((axes[0], "gap", "gap_low", "gap_high", "gap (nats)"),
+                                 (axes[1], "gap_over_range", "ratio_low", "ratio_high", r"gap / $B_k$")):
+        ax.plot(table["tau"], table[col], ".", color="0.6", ms=4, label="one training set")
+        ax.errorbar(summary["tau"], summary[col], yerr=[summary[col] - summary[lo], summary[hi] - summary[col]],
+                    fmt="o-", capsize=3, color="C0", label="mean, 95% interval")
+        ax.set_xscale("log")
+        ax.set_xlabel(r"temperature $\tau$")
+        ax.set_ylabel(lab)
+    axes[0].legend(fontsize="small")
+    fig.tight_layout()
     return fig
 
 

@@ -20,6 +20,9 @@ Classes:
   projection onto the unit ball; ``L(x) = |x|`` -- unbounded for Gaussian inputs.
 * :class:`BallMLP`: ``phi(x) = Pi(W2 tanh(W1 x))`` with ``h`` hidden units;
   ``L(x) = sqrt(h + b^2 |x|^2)`` with ``b = |W2^0|_op + radius`` bounding ``|W2|_op`` on ``Theta``.
+
+For real data (no parameter set, no Lipschitz constant): :class:`SphereMLP`, a small MLP onto the
+sphere, and :class:`SphereMLPEnsemble`, several of them trained together.
 """
 
 from __future__ import annotations
@@ -266,3 +269,72 @@ class SphereMLP(torch.nn.Module):
             raise ValueError(f"x must have shape (..., {self.input_dim}), got {tuple(x.shape)}")
         x = x.to(self.l1.weight.dtype)
         return torch.nn.functional.normalize(self.l2(torch.relu(self.l1(x))), dim=-1)
+
+
+class SphereMLPEnsemble(torch.nn.Module):
+    """``S`` independent :class:`SphereMLP` embeddings evaluated and trained together.
+
+    Member ``s`` is initialised exactly as ``SphereMLP(dim_in, hidden, dim_out, seed=seeds[s])``;
+    the weights are stacked into batched tensors so that one batched matrix product serves all
+    members (training many small models one after the other costs mostly per-step overhead).
+    Since Adam acts coordinate-wise and the members' parameters are disjoint, training the
+    ensemble on the sum of the members' losses trains each member as it would be trained alone.
+
+    ``forward(x)``: ``x`` of shape ``(S, n, dim_in)`` (one batch per member) or ``(n, dim_in)``
+    (the same inputs for every member) -> ``(S, n, dim_out)``, unit norm.
+
+    Args:
+        seeds: one initialisation seed per member (S >= 1). dim_in, hidden, dim_out: as for
+            :class:`SphereMLP` (dim_out >= 2). dtype: parameter dtype.
+
+    Examples:
+        >>> ens = SphereMLPEnsemble([0, 1], 64, 8, 4)
+        >>> x = torch.rand(5, 64)
+        >>> torch.allclose(ens(x)[1], SphereMLP(64, 8, 4, seed=1)(x), atol=1e-6)
+        True
+    """
+
+    def __init__(self, seeds, dim_in: int, hidden: int, dim_out: int, *, dtype=torch.float32):
+        super().__init__()
+        seeds = [int(s) for s in seeds]
+        if not seeds:
+            raise ValueError("seeds must hold at least one seed (one per member)")
+        members = [SphereMLP(dim_in, hidden, dim_out, seed=s, dtype=dtype) for s in seeds]
+        self.seeds, self.input_dim, self.hidden, self.output_dim = seeds, dim_in, hidden, dim_out
+        self.w1 = torch.nn.Parameter(torch.stack([m.l1.weight.detach() for m in members]))  # (S, h, p)
+        self.b1 = torch.nn.Parameter(torch.stack([m.l1.bias.detach() for m in members])[:, None, :])
+        self.w2 = torch.nn.Parameter(torch.stack([m.l2.weight.detach() for m in members]))  # (S, d, h)
+        self.b2 = torch.nn.Parameter(torch.stack([m.l2.bias.detach() for m in members])[:, None, :])
+
+    @property
+    def n_members(self) -> int:
+        return len(self.seeds)
+
+    def __repr__(self) -> str:
+        return (f"SphereMLPEnsemble(members={self.n_members}, dim_in={self.input_dim}, hidden={self.hidden}, "
+                f"dim_out={self.output_dim})")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_float_tensor(x, "x")
+        S = self.n_members
+        if x.dim() == 2:
+            x = x.unsqueeze(0).expand(S, -1, -1)
+        if x.dim() != 3 or x.shape[0] != S or x.shape[-1] != self.input_dim:
+            raise ValueError(f"x must have shape ({S}, n, {self.input_dim}) or (n, {self.input_dim}), got "
+                             f"{tuple(x.shape)}")
+        x = x.to(self.w1.dtype)
+        h = torch.relu(torch.baddbmm(self.b1, x, self.w1.transpose(1, 2)))
+        return torch.nn.functional.normalize(torch.baddbmm(self.b2, h, self.w2.transpose(1, 2)), dim=-1)
+
+    def member_state(self, s: int) -> dict:
+        """The state dict of member ``s`` as a :class:`SphereMLP` would hold it (detached copies)."""
+        if not 0 <= int(s) < self.n_members:
+            raise ValueError(f"member must be in [0, {self.n_members}), got {s!r}")
+        return {"l1.weight": self.w1[s].detach().clone(), "l1.bias": self.b1[s, 0].detach().clone(),
+                "l2.weight": self.w2[s].detach().clone(), "l2.bias": self.b2[s, 0].detach().clone()}
+
+    def member(self, s: int) -> SphereMLP:
+        """Member ``s`` as a stand-alone :class:`SphereMLP` (a copy of its current weights)."""
+        phi = SphereMLP(self.input_dim, self.hidden, self.output_dim, seed=self.seeds[int(s)], dtype=self.w1.dtype)
+        phi.load_state_dict(self.member_state(s))
+        return phi

@@ -5,8 +5,14 @@
   of the population risk ``L_k(tau)``).
 * :func:`fit_linear_embedding`: learn ``phi(x) = normalize(A x)`` on a fixed training set of n
   tuples (empirical risk), for a given tau; returns the embedding and a history table.
+* :func:`fit_linear_embeddings`: the same for several temperatures and independent training
+  sets at once (one batched run).
 * :func:`fit`: ERM of InfoNCE for any embedding class of :mod:`infonce_book.learning.embeddings` (or any
-  module into the unit ball), on a fixed training set or on fresh tuples from a sampler.
+  module into the unit ball), on a fixed training set or on fresh tuples from a sampler; with a
+  :class:`PlateauStop`, it trains until a monitored risk has levelled off.
+* :func:`fit_ensemble`: the same for the members of a
+  :class:`~infonce_book.learning.embeddings.SphereMLPEnsemble`, each at its own temperature and on
+  its own data, trained together (one batched step for all), each stopped by the rule on its own.
 
 Progress bars show in a terminal only (see :mod:`infonce_book.utils.progress`).
 """
@@ -14,14 +20,25 @@ Progress bars show in a terminal only (see :mod:`infonce_book.utils.progress`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import torch
 
-from ..losses import VARIANTS, info_nce
+from ..losses import VARIANTS, info_nce, info_nce_from_similarities
 from ..utils.device import resolve_device
 from ..utils.progress import progress
-from ..utils.validation import check_choice, check_float_tensor, check_k, check_positive, check_seed, check_tau
+from ..utils.validation import (
+    check_at_least,
+    check_choice,
+    check_float_tensor,
+    check_k,
+    check_positive,
+    check_seed,
+    check_tau,
+)
 from .embeddings import loss_per_tuple
 
 
@@ -100,12 +117,117 @@ def fit_linear_embedding(model, tau: float, *, n_train: int, k: int, steps: int 
             "test_se": float(test.std() / math.sqrt(n_test)), "history": pd.DataFrame(hist)}
 
 
+def fit_linear_embeddings(model, taus, *, n_sets: int, n_train: int, k: int, steps: int = 300, lr: float = 0.05,
+                          seed: int = 0, device="auto", n_test: int = 20000) -> list:
+    """:func:`fit_linear_embedding` for every tau on each of ``n_sets`` independent training sets,
+    all fits in one batched Adam run.
+
+    Set ``j`` is the training set (and initial matrix, and test set) that
+    ``fit_linear_embedding(model, tau, ..., seed=seed + j)`` draws, the same for every tau; since
+    Adam is coordinate-wise and the fits share no parameter, each fit follows the steps it would
+    follow alone (up to floating-point summation order).
+
+    Returns:
+        a list over sets of lists over ``taus`` of dicts ``{"A", "train_risk", "test_risk",
+        "test_se"}`` (risks in nats, as :func:`fit_linear_embedding`; no history).
+    """
+    _check_sphere_model(model)
+    taus = [check_tau(t) for t in np.atleast_1d(taus)]
+    n_sets, k, n_train, steps = check_k(n_sets, "n_sets"), check_k(k), check_k(n_train, "n_train"), check_k(steps, "steps")
+    n_test = check_at_least(n_test, "n_test", 2, "a standard error needs two tuples")
+    lr = check_positive(lr, "lr")
+    seed = check_seed(seed)
+    dev = resolve_device(device)
+    T, p = len(taus), model.dim
+    data, A0, gens = [], [], []
+    for j in range(n_sets):
+        gen = torch.Generator(device=dev).manual_seed(seed + j)
+        data.append(model.sample_tuples(n_train, k, generator=gen, device=dev))
+        A0.append(torch.eye(p, dtype=torch.float64, device=dev)
+                  + 0.5 * torch.randn(p, p, generator=gen, dtype=torch.float64, device=dev))
+        gens.append(gen)
+    x, xp, neg = (torch.stack([getattr(d, f) for d in data]) for f in ("anchor", "positive", "negatives"))
+    A = torch.stack([a.expand(T, p, p) for a in A0]).clone().requires_grad_()  # (J, T, p, p)
+    beta = torch.tensor([1.0 / t for t in taus], dtype=torch.float64, device=dev)
+
+    def embed(v, A_):  # v (J', ..., p), A_ (J', T, p, p) -> (J', T, ..., p)
+        flat = v.reshape(v.shape[0], 1, -1, p)
+        return torch.nn.functional.normalize(flat @ A_.transpose(-1, -2), dim=-1).reshape(
+            v.shape[0], T, *v.shape[1:])
+
+    def losses(x_, xp_, neg_, A_):  # (J, T, n) losses at each fit's own tau
+        a, pos, ng = embed(x_, A_), embed(xp_, A_), embed(neg_, A_)
+        s_pos = (a * pos).sum(-1) * beta[:, None]
+        s_neg = torch.einsum("jtnd,jtnkd->jtnk", a, ng) * beta[:, None, None]
+        return torch.logsumexp(torch.cat([s_pos[..., None], s_neg], -1), -1) - s_pos
+
+    opt = torch.optim.Adam([A], lr=lr)
+    for _ in progress(range(steps), desc="fit_linear_embeddings"):
+        loss = losses(x, xp, neg, A).mean(-1).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    out = []
+    with torch.no_grad():
+        train = losses(x, xp, neg, A).mean(-1)
+        for j in range(n_sets):
+            t = model.sample_tuples(n_test, k, generator=gens[j], device=dev)
+            test = losses(t.anchor[None], t.positive[None], t.negatives[None], A[j:j + 1])[0]  # (T, n_test)
+            out.append([{"A": A[j, i].detach().clone(), "train_risk": float(train[j, i]),
+                         "test_risk": float(test[i].mean()), "test_se": float(test[i].std() / math.sqrt(n_test))}
+                        for i in range(T)])
+    return out
+
+
+@dataclass(frozen=True)
+class PlateauStop:
+    """A stopping rule: stop once a monitored risk has levelled off.
+
+    Every ``every`` steps (counted from 1) the trainer evaluates ``monitor`` -- typically the
+    training risk on a fixed, large set of tuples, so that successive values differ only because
+    the parameters changed. Training stops after a check at which the relative change over the
+    last ``window`` checks is at most ``rtol``:
+    ``|R_now - R_then| <= rtol |R_then|`` with ``R_then`` the value ``window`` checks earlier
+    (and at ``min_steps`` steps or more).
+
+    Attributes:
+        monitor: ``monitor(embedding) -> float`` for :func:`fit`; for :func:`fit_ensemble`
+            ``monitor(ensemble) -> array of shape (S,)``, one value per member (nats).
+        every: steps between checks (>= 1). window: checks between the compared values (>= 1).
+        rtol: relative tolerance (> 0). min_steps: no stop before this many steps (>= 0).
+    """
+
+    monitor: Callable
+    every: int = 100
+    window: int = 3
+    rtol: float = 5e-3
+    min_steps: int = 0
+
+    def __post_init__(self):
+        if not callable(self.monitor):
+            raise TypeError(f"monitor must be callable, got {type(self.monitor).__name__}")
+        check_k(self.every, "every")
+        check_k(self.window, "window")
+        check_positive(self.rtol, "rtol")
+        if isinstance(self.min_steps, bool) or not isinstance(self.min_steps, int) or self.min_steps < 0:
+            raise ValueError(f"min_steps must be an integer >= 0, got min_steps={self.min_steps!r}")
+
+    def met(self, values, step: int) -> bool:
+        """Whether the rule stops after a check at ``step``, given the monitored values so far."""
+        if step < self.min_steps or len(values) <= self.window:
+            return False
+        now, then = float(values[-1]), float(values[-1 - self.window])
+        return abs(now - then) <= self.rtol * abs(then)
+
+
 class FitResult:
     """What :func:`fit` returns: the trained ``embedding`` (the module, trained in place) and its
-    ``history`` (a DataFrame with columns ``step, loss``; ``loss`` in nats)."""
+    ``history`` (a DataFrame with columns ``step, loss``; ``loss`` in nats; with a stopping rule
+    also ``monitor``, the monitored value at the checks and NaN elsewhere). ``converged`` is
+    ``None`` without a stopping rule, else whether the rule stopped training before ``steps``."""
 
-    def __init__(self, embedding, history: pd.DataFrame):
-        self.embedding, self.history = embedding, history
+    def __init__(self, embedding, history: pd.DataFrame, converged: bool | None = None):
+        self.embedding, self.history, self.converged = embedding, history, converged
 
     def __repr__(self) -> str:
         last = float(self.history["loss"].iloc[-1]) if len(self.history) else float("nan")
@@ -113,7 +235,8 @@ class FitResult:
 
 
 def fit(embedding, data, tau, *, steps: int = 300, lr: float = 0.01, batch_size: int | None = None,
-        seed: int = 0, variant: str = "standard", desc: str | None = None) -> FitResult:
+        seed: int = 0, variant: str = "standard", desc: str | None = None,
+        stop: PlateauStop | None = None) -> FitResult:
     """Empirical risk minimisation of InfoNCE over an embedding class (book, chapters C6 and C7).
 
     Args:
@@ -129,15 +252,20 @@ def fit(embedding, data, tau, *, steps: int = 300, lr: float = 0.01, batch_size:
         tau: temperature > 0. steps: Adam steps >= 1. lr: learning rate > 0. seed: seeds the
             minibatches and the sampler. variant: "standard" or "decoupled".
         desc: label of the progress bar (shown in a terminal only).
+        stop: a :class:`PlateauStop`; then ``steps`` is the largest number of steps, and training
+            ends earlier once the rule is met (``None``, the default: exactly ``steps`` steps).
     Returns:
         :class:`FitResult`.
     Raises:
-        ValueError: bad shapes, tau, steps, lr, batch_size, variant.
+        ValueError: bad shapes, tau, steps, lr, batch_size, variant. TypeError: ``stop`` that is
+            not a :class:`PlateauStop`.
     """
     tau = check_tau(tau)
     steps = check_k(steps, "steps")
     lr = check_positive(lr, "lr")
     check_choice(variant, "variant", VARIANTS)
+    if stop is not None and not isinstance(stop, PlateauStop):
+        raise TypeError(f"stop must be a PlateauStop or None, got {type(stop).__name__}")
     params = [p for p in embedding.parameters() if p.requires_grad]
     if not params:
         raise ValueError("embedding has no trainable parameters")
@@ -161,7 +289,7 @@ def fit(embedding, data, tau, *, steps: int = 300, lr: float = 0.01, batch_size:
             raise ValueError("batch_size is required when data is a sampler")
         batch_size = check_k(batch_size, "batch_size")
     opt = torch.optim.Adam(params, lr=lr)
-    hist = []
+    hist, monitored, converged = [], [], False
     for step in progress(range(steps), desc=desc or "fit"):
         if not fixed:
             batch = data(batch_size, gen)
@@ -177,4 +305,137 @@ def fit(embedding, data, tau, *, steps: int = 300, lr: float = 0.01, batch_size:
         if hasattr(embedding, "project_"):
             embedding.project_()
         hist.append({"step": step, "loss": float(loss.detach())})
-    return FitResult(embedding, pd.DataFrame(hist))
+        if stop is not None and (step + 1) % stop.every == 0:
+            with torch.no_grad():
+                monitored.append(float(stop.monitor(embedding)))
+            hist[-1]["monitor"] = monitored[-1]
+            if stop.met(monitored, step + 1):
+                converged = True
+                break
+    history = pd.DataFrame(hist)
+    if stop is not None and "monitor" not in history:
+        history["monitor"] = np.nan
+    return FitResult(embedding, history, converged if stop is not None else None)
+
+
+class EnsembleFitResult:
+    """What :func:`fit_ensemble` returns.
+
+    Attributes:
+        ensemble: the trained ensemble (trained in place).
+        history: DataFrame ``step, member, loss`` (the minibatch loss of each member still
+            training at that step, nats).
+        monitor: DataFrame ``step, member, monitor`` (the rule's checks; empty without a rule).
+        steps_run: (S,) int array, the steps each member was trained for.
+        converged: (S,) bool array, whether the rule stopped the member before the last step
+            (all False without a rule).
+    """
+
+    def __init__(self, ensemble, history, monitor, steps_run, converged):
+        self.ensemble, self.history, self.monitor = ensemble, history, monitor
+        self.steps_run, self.converged = steps_run, converged
+
+    def __repr__(self) -> str:
+        return (f"EnsembleFitResult({self.ensemble!r}, steps_run={self.steps_run.tolist()}, "
+                f"converged={self.converged.tolist()})")
+
+
+def _learning_rate(lr: float, schedule: str, step: int, steps: int) -> float:
+    if schedule == "cosine":
+        return lr * 0.5 * (1.0 + math.cos(math.pi * step / steps))
+    return lr
+
+
+def fit_ensemble(ensemble, sampler, taus, *, steps: int, lr: float = 0.01, batch_size: int, seed: int = 0,
+                 stop: PlateauStop | None = None, schedule: str = "constant",
+                 desc: str | None = None) -> EnsembleFitResult:
+    """Minimise each member's InfoNCE risk, all members in one batched step (Adam).
+
+    Member ``s`` of ``ensemble`` (a :class:`~infonce_book.learning.embeddings.SphereMLPEnsemble`,
+    ``S`` members) is trained at temperature ``taus[s]`` on the tuples ``sampler`` draws for it;
+    the objective is the sum of the members' mean losses, whose gradient in member ``s``'s
+    parameters is that of member ``s``'s loss alone, so each member follows the steps it would
+    follow alone. A member for which the stopping rule is met keeps its parameters from then on.
+
+    Args:
+        ensemble: a module mapping ``(S, n, p)`` inputs to ``(S, n, d)`` unit vectors, with
+            ``n_members == S``.
+        sampler: ``sampler(batch_size, generator) -> (x, x_pos, x_neg)`` with ``x, x_pos`` of
+            shape (S, B, p) and ``x_neg`` (S, k, p) -- k negatives shared by the B anchors of a
+            member's batch -- or (S, B, k, p) -- k negatives per tuple.
+        taus: S temperatures > 0. steps: largest number of steps (>= 1). lr: Adam's learning rate
+            > 0. batch_size: anchors per member and step. seed: seeds the sampler's generator.
+        stop: a :class:`PlateauStop` whose monitor returns one value per member, or None.
+        schedule: ``"constant"`` or ``"cosine"`` (``lr (1 + cos(pi t/steps))/2`` at step t).
+        desc: label of the progress bar (terminal only).
+    Returns:
+        :class:`EnsembleFitResult`.
+    Raises:
+        ValueError: bad taus, steps, lr, batch_size, schedule, or sampler shapes.
+    Source: book, digits chapter ("Training to a plateau"); Adam: Kingma and Ba (2015).
+    """
+    S = int(getattr(ensemble, "n_members", 0))
+    taus = [check_tau(t) for t in np.atleast_1d(taus)]
+    if S < 1 or len(taus) != S:
+        raise ValueError(f"taus must hold one temperature per member ({S} members), got {len(taus)}")
+    steps, batch_size = check_k(steps, "steps"), check_k(batch_size, "batch_size")
+    lr = check_positive(lr, "lr")
+    check_choice(schedule, "schedule", ("constant", "cosine"))
+    if stop is not None and not isinstance(stop, PlateauStop):
+        raise TypeError(f"stop must be a PlateauStop or None, got {type(stop).__name__}")
+    params = [p for p in ensemble.parameters() if p.requires_grad]
+    dev = params[0].device
+    gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
+    beta = torch.tensor([1.0 / t for t in taus], dtype=params[0].dtype, device=dev)[:, None]
+    opt = torch.optim.Adam(params, lr=lr)
+    active = np.ones(S, dtype=bool)
+    steps_run = np.full(S, steps, dtype=int)
+    hist, mon, monitored = [], [], []
+    for step in progress(range(steps), desc=desc or "fit_ensemble"):
+        for group in opt.param_groups:
+            group["lr"] = _learning_rate(lr, schedule, step, steps)
+        x, xp, xn = sampler(batch_size, gen)
+        if x.dim() != 3 or x.shape[0] != S or xp.shape != x.shape or xn.dim() not in (3, 4) or xn.shape[0] != S:
+            raise ValueError(f"sampler must return x, x_pos of shape ({S}, B, p) and x_neg of shape ({S}, k, p) "
+                             f"or ({S}, B, k, p); got {tuple(x.shape)}, {tuple(xp.shape)}, {tuple(xn.shape)}")
+        B = x.shape[1]
+        a, p = ensemble(x), ensemble(xp)
+        if xn.dim() == 3:
+            s_neg = torch.bmm(a, ensemble(xn).transpose(1, 2))  # (S, B, k)
+        else:
+            k = xn.shape[2]
+            s_neg = torch.einsum("sbd,sbkd->sbk", a, ensemble(xn.reshape(S, B * k, -1)).reshape(S, B, k, -1))
+        s_pos = (a * p).sum(-1)
+        # InfoNCE at temperature tau_s is InfoNCE at temperature 1 of the similarities times beta_s.
+        per_tuple = info_nce_from_similarities((beta * s_pos).reshape(-1), (beta[:, :, None] * s_neg).reshape(S * B, -1),
+                                               1.0, reduction="none").reshape(S, B)
+        per_member = per_tuple.mean(1)
+        mask = torch.as_tensor(active, device=dev, dtype=per_member.dtype)
+        frozen = None if active.all() else [p.detach().clone() for p in params]
+        opt.zero_grad()
+        (per_member * mask).sum().backward()
+        opt.step()
+        if frozen is not None:
+            with torch.no_grad():
+                keep = torch.as_tensor(~active, device=dev)
+                for p_, old in zip(params, frozen):
+                    p_[keep] = old[keep]
+        losses = per_member.detach().cpu().numpy()
+        hist.extend({"step": step, "member": s, "loss": float(losses[s])} for s in np.flatnonzero(active))
+        if stop is not None and (step + 1) % stop.every == 0:
+            with torch.no_grad():
+                values = np.asarray(stop.monitor(ensemble), dtype=float).reshape(-1)
+            if values.shape != (S,):
+                raise ValueError(f"the monitor must return {S} values (one per member), got {values.shape}")
+            monitored.append(values)
+            mon.extend({"step": step + 1, "member": s, "monitor": float(values[s])} for s in range(S))
+            for s in np.flatnonzero(active):
+                if stop.met([v[s] for v in monitored], step + 1):
+                    active[s] = False
+                    steps_run[s] = step + 1
+            if not active.any():
+                break
+    converged = ~active if stop is not None else np.zeros(S, dtype=bool)
+    return EnsembleFitResult(ensemble, pd.DataFrame(hist, columns=["step", "member", "loss"]),
+                             pd.DataFrame(mon, columns=["step", "member", "monitor"]), steps_run,
+                             np.asarray(converged, dtype=bool))

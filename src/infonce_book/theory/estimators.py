@@ -12,6 +12,12 @@ draws:
   mean and a standard deviation of order ``1/k`` instead of ``O(1)``.
 
 Both come with normal-theory 95% intervals (mean +- z sd / sqrt(n)).
+
+For a learned embedding, whose weight laws are unknown, :func:`plugin_weight_moments` forms the
+moments of finite (empirical) laws given by similarities to held-out draws,
+:func:`plugin_bias_coefficients` the constants ``c1(x), c2(x)`` of the C1 chapter from them, and
+:func:`finite_law_monte_carlo` measures the finite-k risk, bias, positive term and top-1
+retrieval of tuples drawn from the same laws (digits chapter).
 """
 
 from __future__ import annotations
@@ -24,8 +30,17 @@ import torch
 from ..losses import VARIANTS, info_nce_streaming
 from ..utils.device import resolve_device
 from ..utils.progress import progress
-from ..utils.validation import check_at_least, check_choice, check_k, check_level, check_seed, check_tau
+from ..utils.validation import (
+    check_at_least,
+    check_choice,
+    check_float_tensor,
+    check_k,
+    check_level,
+    check_seed,
+    check_tau,
+)
 from .stats import Estimate
+from .symbolic import bias_coefficient_functions
 
 
 def monte_carlo_bias(model, k: int, tau: float, n_tuples: int, *, variant: str = "standard",
@@ -194,3 +209,147 @@ def monte_carlo_in_batch_bias(model, batch_size: int, tau: float, n_batches: int
     return {"plain": Estimate.from_samples(plain, level, method="batch means"),
             "cv": Estimate.from_samples(cv, level, method="control variates, batch means"), "k": k,
             "n_batches": n_batches, "n_rows": n_batches * (2 * B), "device": str(dev)}
+
+
+# ----------------------------------------------------------------------------------------------
+# Plug-in estimates from similarities (a learned embedding on held-out data; book, digits chapter)
+
+
+def _check_similarity_laws(s_pos, s_neg) -> None:
+    check_float_tensor(s_pos, "s_pos")
+    check_float_tensor(s_neg, "s_neg")
+    if s_pos.dim() != 2 or s_neg.dim() != 2 or s_pos.shape[0] != s_neg.shape[0] or s_pos.shape[0] == 0 \
+            or s_pos.shape[1] == 0 or s_neg.shape[1] == 0:
+        raise ValueError(f"s_pos must be (n, P) and s_neg (n, M) with n, P, M >= 1 (one row per anchor); got "
+                         f"s_pos {tuple(s_pos.shape)}, s_neg {tuple(s_neg.shape)}")
+
+
+def plugin_weight_moments(s_pos: torch.Tensor, s_neg: torch.Tensor, tau) -> dict:
+    """Per-anchor moments of the weights of finite laws given by similarities.
+
+    Anchor ``i``'s positive has similarity uniform over the ``P`` values ``s_pos[i]`` and each
+    negative has similarity uniform over the ``M`` values ``s_neg[i]`` (e.g. the similarities of
+    a learned embedding to held-out draws: these laws are then the plug-in, empirical laws).
+    With ``W = e^{beta s}``, ``mu(x) = E W``, ``V = W/mu`` and ``U = W+/mu``:
+
+    Args:
+        s_pos: (n, P) similarities of each anchor to its positive's draws.
+        s_neg: (n, M) similarities of each anchor to its negatives' draws.
+        tau: temperature > 0.
+    Returns:
+        dict of float64 NumPy arrays of shape (n,): ``log_mu``; ``u1, u2, u3`` (raw moments of
+        ``U``); ``m2, m3, m4`` (central moments of ``V``); ``s_pos_mean`` (``E[s+ | x]``); and
+        ``limit_risk`` (the anchor's term ``-beta E[s+ | x] + log mu(x)`` of ``L_inf``). All are
+        formed in log space (``V <= M``, nothing overflows).
+    Source: book, C1 chapter, Theorem ``c1-thm-rate`` (the moments of ``c_1, c_2``).
+
+    Examples:
+        >>> m = plugin_weight_moments(torch.zeros(1, 2), torch.tensor([[0.0, 1.0]]), 1.0)
+        >>> round(float(m["m2"][0]), 6)  # V in {2/(1+e), 2e/(1+e)}: Var V = ((e-1)/(e+1))^2
+        0.213552
+    """
+    _check_similarity_laws(s_pos, s_neg)
+    beta = 1.0 / check_tau(tau)
+    lw_neg, lw_pos = beta * s_neg.double(), beta * s_pos.double()
+    log_mu = torch.logsumexp(lw_neg, dim=1) - math.log(s_neg.shape[1])
+    v = torch.exp(lw_neg - log_mu[:, None])
+    u = torch.exp(lw_pos - log_mu[:, None])
+    d = v - 1.0
+    out = {"log_mu": log_mu, "u1": u.mean(1), "u2": (u * u).mean(1), "u3": (u ** 3).mean(1),
+           "m2": (d * d).mean(1), "m3": (d ** 3).mean(1), "m4": (d ** 4).mean(1),
+           "s_pos_mean": s_pos.double().mean(1)}
+    out["limit_risk"] = -beta * out["s_pos_mean"] + log_mu
+    return {key: val.cpu().numpy() for key, val in out.items()}
+
+
+def plugin_bias_coefficients(moments: dict, variant: str = "standard", order: int = 2) -> tuple:
+    """``(c1(x), c2(x))`` (or up to ``c3`` with ``order=3``) for each anchor, from
+    :func:`plugin_weight_moments`: ``E[log T_k | x] = c1(x)/k + c2(x)/k^2 + O(k^-3)``, so that
+    ``k (L_k - log k - L_inf) -> c1 = E_x c1(x)``.
+
+    ``c1(x) = u1 - m2/2`` (standard) or ``-m2/2`` (decoupled); ``c2`` as derived with sympy by
+    :func:`infonce_book.theory.symbolic.bias_expansion`. Returns float64 arrays of shape (n,).
+    Source: book, C1 chapter, Theorem ``c1-thm-rate`` and Proposition ``c1-prop-second-order``.
+    """
+    check_choice(variant, "variant", VARIANTS)
+    if order not in (1, 2, 3):
+        raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
+    args = tuple(np.asarray(moments[name], dtype=np.float64) for name in ("u1", "u2", "u3", "m2", "m3", "m4"))
+    return tuple(np.broadcast_to(np.asarray(f(*args), dtype=np.float64), args[0].shape).copy()
+                 for f in bias_coefficient_functions(variant, order))
+
+
+_FINITE_LAW_OUTPUTS = ("risk", "bias_plain", "bias_cv", "positive_term", "top1")
+
+
+def finite_law_monte_carlo(s_pos: torch.Tensor, s_neg: torch.Tensor, tau, ks, *, n_per_anchor: int = 1,
+                           generator: torch.Generator | None = None, chunk_elements: int = 2**22,
+                           outputs=_FINITE_LAW_OUTPUTS) -> dict:
+    """Monte Carlo over InfoNCE tuples drawn from the finite laws of :func:`plugin_weight_moments`.
+
+    For anchor ``i`` a tuple is one positive similarity drawn uniformly from ``s_pos[i]`` and ``k``
+    negative similarities drawn i.i.d. uniformly (with replacement) from ``s_neg[i]``. For these
+    laws ``mu(x)``, ``E(W+ | x)`` and ``L_inf`` are exact sums, so the control variates of
+    :func:`monte_carlo_bias` apply. Per anchor and per k, the means over ``n_per_anchor`` tuples of
+
+    * ``risk``: the InfoNCE loss ``l_k`` (nats);
+    * ``bias_plain``: ``l_k - log k - L_inf(x)``, whose mean is ``E[log T_k | x]``;
+    * ``bias_cv``: ``log T - (T - 1) + u1(x)/k`` (same mean; standard deviation of order ``1/k``
+      instead of ``O(1)`` once ``T`` concentrates);
+    * ``positive_term``: ``l_k - l_k^dec = log(1 + W+ / sum_j W_j)`` (the standard minus the
+      decoupled loss of the same tuple);
+    * ``top1``: 1 when the positive's similarity exceeds every negative's (retrieval among k
+      unseen items; ties count as failures).
+
+    Args:
+        s_pos: (n, P). s_neg: (n, M). tau: > 0. ks: integers >= 1.
+        n_per_anchor: tuples per anchor and k (>= 1). generator: seeds the draws.
+        chunk_elements: at most about this many gathered similarities are held at once.
+        outputs: the names to compute (the bias needs the moments, which cost ``O(n M)``; the
+            draws are the same whichever are asked for).
+    Returns:
+        dict of float64 NumPy arrays of shape ``(n, len(ks))`` under the names asked for, and ``ks``.
+    Source: book, C1 chapter (eq. ``c1-eq-T`` and the control variates of its Monte Carlo section).
+    """
+    _check_similarity_laws(s_pos, s_neg)
+    beta = 1.0 / check_tau(tau)
+    ks = [check_k(k) for k in np.atleast_1d(ks)]
+    r = check_k(n_per_anchor, "n_per_anchor")
+    names = tuple(outputs)
+    unknown = set(names) - set(_FINITE_LAW_OUTPUTS)
+    if unknown or not names:
+        raise ValueError(f"outputs must be a non-empty subset of {list(_FINITE_LAW_OUTPUTS)}, got {list(names)}")
+    dev = s_pos.device
+    if {"bias_plain", "bias_cv"} & set(names):
+        mom = plugin_weight_moments(s_pos, s_neg, tau)
+        log_mu, u1, linf = (torch.as_tensor(mom[key], device=dev) for key in ("log_mu", "u1", "limit_risk"))
+    n, P, M = s_pos.shape[0], s_pos.shape[1], s_neg.shape[1]
+    out = {name: np.zeros((n, len(ks))) for name in names}
+    for j, k in enumerate(ks):
+        rows = max(1, chunk_elements // (r * k))
+        for lo in range(0, n, rows):
+            hi = min(n, lo + rows)
+            m = hi - lo
+            ip = torch.randint(0, P, (m, r), generator=generator, device=dev)
+            sp = torch.gather(s_pos[lo:hi], 1, ip).double()  # (m, r)
+            ineg = torch.randint(0, M, (m, r * k), generator=generator, device=dev)
+            sn = torch.gather(s_neg[lo:hi], 1, ineg).double().reshape(m, r, k)
+            lse_neg = torch.logsumexp(beta * sn, dim=2)  # log sum_j W_j
+            lse = torch.logaddexp(beta * sp, lse_neg)  # log (W+ + sum_j W_j)
+            loss = lse - beta * sp
+            vals = {}
+            if "risk" in names:
+                vals["risk"] = loss
+            if "bias_plain" in names:
+                vals["bias_plain"] = loss - math.log(k) - linf[lo:hi, None]
+            if "bias_cv" in names:
+                log_t = lse - math.log(k) - log_mu[lo:hi, None]
+                vals["bias_cv"] = log_t - torch.expm1(log_t) + (u1[lo:hi, None] / k)
+            if "positive_term" in names:
+                vals["positive_term"] = lse - lse_neg
+            if "top1" in names:
+                vals["top1"] = (sp > sn.max(dim=2).values).double()
+            for name in names:
+                out[name][lo:hi, j] = vals[name].mean(1).cpu().numpy()
+    out["ks"] = np.asarray(ks)
+    return out

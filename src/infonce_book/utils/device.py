@@ -1,6 +1,9 @@
-"""Device selection: ``auto`` picks CUDA when present, else the CPU."""
+"""Device selection: ``auto`` picks CUDA when present, else the CPU; :func:`one_thread` for small
+CPU work."""
 
 from __future__ import annotations
+
+import contextlib
 
 import torch
 
@@ -37,3 +40,20 @@ def describe(device: torch.device) -> str:
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
     return "cpu"
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run the enclosed torch code on one CPU thread, then restore the previous setting.
+
+    For the many small operations of training small models: on a 2-core machine shared with other
+    jobs, two intra-op threads that wait for each other cost several times the CPU time of one
+    (measured on the C3 chapter's batched linear fits: 4.7 s of CPU time on one thread, 35 s on
+    two).
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
