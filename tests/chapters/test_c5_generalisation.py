@@ -14,6 +14,7 @@ from infonce_book.experiment.ledger import Ledger
 from infonce_book.learning.embeddings import NormalisedLinear, loss_per_tuple
 from infonce_book.models import GaussianModel, VonMisesFisher
 from infonce_book.theory.bounds import max_negative_weight, rademacher_covering_bound, search_bias_constant
+from infonce_book.utils.device import one_thread
 
 
 def test_search_constant_formula_and_validity_on_the_vmf_model():
@@ -189,6 +190,6 @@ def test_exercise_numbers_are_the_smallest_n_and_the_closed_forms():
 
 def test_one_thread_on_cpu_restores_the_thread_count():
     before = torch.get_num_threads()
-    with chapter.one_thread_on_cpu("cpu"):
+    with one_thread("cpu"):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before

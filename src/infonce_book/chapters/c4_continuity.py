@@ -11,8 +11,6 @@ radius 0.5)`` on Euclidean data.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import math
 
 import matplotlib.pyplot as plt
@@ -39,7 +37,7 @@ from ..theory.bounds import (
     vector_contraction_bound,
 )
 from ..theory.stats import Estimate, fit_loglog_slope, normal_quantile
-from ..utils.device import resolve_device
+from ..utils.device import on_one_cpu_thread, resolve_device
 from ..utils.progress import progress
 
 STEM = "c4_continuity"
@@ -85,35 +83,6 @@ def glue_all(values: dict, prefix: str) -> None:
         glue(f"{prefix}{key}", value, display=False)
 
 
-@contextlib.contextmanager
-def one_thread_on_cpu(device):
-    """Run the block with one intra-op torch thread on a CPU ``device`` (restored afterwards):
-    the chapter's tensors are small, and a second thread only adds synchronisation, which is
-    costly on a busy machine. On a GPU nothing changes."""
-    dev = resolve_device(device) if not isinstance(device, torch.device) else device
-    if dev.type != "cpu":
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
-def single_thread_on_cpu(fn):
-    """Decorator: run a runner (called with keyword arguments, one of them ``device``) under
-    :func:`one_thread_on_cpu`."""
-
-    @functools.wraps(fn)
-    def inner(**config):
-        with one_thread_on_cpu(config.get("device", "cpu")):
-            return fn(**config)
-
-    return inner
-
-
 PERTURBATIONS = ("sparse", "dense", "parameter")
 
 
@@ -157,7 +126,7 @@ def _perturb(kind: str, s_pos, s_neg, tau: float, eps: float):
 
 
 @cached
-@single_thread_on_cpu
+@on_one_cpu_thread
 def perturbations(models: dict, ks: list, tau: float, n_pairs: int, eps: float, eps_theta: float,
                   max_elements: int, device: str, seed: int):
     """Actual ``|l(s') - l(s)|`` against the three bounds of Proposition ``c4-prop-continuity``.
@@ -272,7 +241,7 @@ def lipschitz_predictions(model, k: int, tau: float) -> dict:
 
 
 @cached
-@single_thread_on_cpu
+@on_one_cpu_thread
 def lipschitz_constants(models: dict, ks: list, tau: float, n_tuples: int, max_elements: int, device: str,
                         seed: int):
     """``Lambda_avg`` and ``Lambda_max`` of Theorem ``c4-thm-lipschitz`` and ``Lambda_star`` of
@@ -305,7 +274,7 @@ def lipschitz_constants(models: dict, ks: list, tau: float, n_tuples: int, max_e
 
 
 @cached
-@single_thread_on_cpu
+@on_one_cpu_thread
 def lipschitz_check(sphere_model, euclidean_model, ks: list, tau: float, n_tuples: int, n_pairs: int, device: str,
                     seed: int):
     """Check ``|l(theta; z) - l(theta'; z)| <= Lambda(z) |theta - theta'|`` for random pairs in Theta.
@@ -403,7 +372,7 @@ def _rademacher_setup(spec: dict, n: int, k: int, gen, dev):
 
 
 @cached
-@single_thread_on_cpu
+@on_one_cpu_thread
 def rademacher_estimates(configs: list, tau: float, n_sigma: int, steps: int, n_starts: int, device: str, seed: int):
     """Estimate R_n (``empirical_rademacher``) for each config ``{"class", "model", "dim",
     ("dim_out"), "radius", "n", "k", "sweep"}`` (from :func:`rademacher_configs`) and evaluate, on
@@ -601,7 +570,7 @@ def complexity_glue(table: pd.DataFrame) -> dict:
 
 
 @cached
-@single_thread_on_cpu
+@on_one_cpu_thread
 def radius_exercise(sphere_model, radii: list, n: int, k: int, tau: float, n_sigma: int, steps: int, device: str,
                     seed: int):
     """The exercise ``c4-ex-radius``: ``empirical_rademacher`` of ``NormalisedLinear(dim, r)`` on the

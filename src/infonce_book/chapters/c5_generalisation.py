@@ -9,7 +9,6 @@ verdict rule); ``fig_*`` draw the page's figures; :func:`glue_all` glues a runne
 
 from __future__ import annotations
 
-import contextlib
 import math
 import zlib
 
@@ -37,7 +36,7 @@ from ..theory.bounds import (
 from ..theory.pacbayes import gaussian_kl_isotropic, kl_inverse_upper, log_xi, pac_bayes_kl_certificate
 from ..theory.search import search_cross_entropy
 from ..theory.stats import Estimate, fit_loglog_slope, normal_quantile, weighted_linear_fit
-from ..utils.device import resolve_device
+from ..utils.device import one_thread, resolve_device
 from ..utils.progress import progress
 
 STEM = "c5_generalisation"
@@ -81,27 +80,6 @@ POSTERIOR_RATIOS = (1.0, 0.5, 0.25, 0.125)
 def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> ChapterContext:
     """The chapter's set-up (see :func:`~infonce_book.experiment.setup.setup_chapter`)."""
     return setup_chapter(STEM, profile, device, seed, sizes=SIZES)
-
-
-@contextlib.contextmanager
-def one_thread_on_cpu(device):
-    """Run the block with one intra-op torch thread on a CPU ``device`` (restored afterwards).
-
-    The chapter's tensors are small (a few thousand tuples of 3- to 8-dimensional vectors): a
-    second thread brings no speed, only synchronisation, which costs a factor of up to 6 in wall
-    time on a busy 2-core machine (measured on one training cell: 60 s with two threads, 10 s with
-    one). On a GPU nothing changes.
-    """
-    dev = resolve_device(device) if not isinstance(device, torch.device) else device
-    if dev.type != "cpu":
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def glue_all(values: dict, prefix: str) -> None:
@@ -364,7 +342,7 @@ def grid(models: dict, cells: list, size: dict, delta: float, delta_pb: float, d
     test set and the Monte Carlo draws shrink with ``k + 2`` so that their cost stays flat).
     """
     rows = []
-    with one_thread_on_cpu(device):
+    with one_thread(device):
         for cell in progress(cells, desc="c5 cells"):
             rows.append(_run_cell(cell, models, size, delta, delta_pb, delta_mc, moments, input_m2, device, seed))
     return pd.concat(rows, ignore_index=True)
