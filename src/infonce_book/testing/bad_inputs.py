@@ -26,7 +26,7 @@ from ..experiment import setup as chapter_setup
 from ..learning import embeddings, rademacher, training
 from ..pipeline import run as pipeline
 from ..pipeline.cli import main
-from ..theory import bounds, estimators, exact, search, stats, symbolic
+from ..theory import bounds, estimators, exact, pacbayes, search, stats, symbolic
 from ..utils import device
 
 EXIT_2 = "exit 2"  # the error of a command-line case: exit status 2, a message on stderr
@@ -386,6 +386,32 @@ def bad_inputs() -> list[BadInput]:
           ("ci_high",)),
         B("experiment.setup.log_grid", "k_max_log2", "an integer >= 0", "-1", ValueError,
           lambda: chapter_setup.log_grid(-1), ("k_max_log2=-1",)),
+        B("theory.bounds.embedding_lipschitz_constant", "tau", tau_range, "0.0", ValueError,
+          lambda: bounds.embedding_lipschitz_constant(np.ones(2), np.ones(2), np.ones((2, 3)), 0.0), ("(0, inf)",)),
+        B("theory.bounds.embedding_lipschitz_constant", "L_anchor", "finite, >= 0", "-1", ValueError,
+          lambda: bounds.embedding_lipschitz_constant(-np.ones(2), np.ones(2), np.ones((2, 3)), 1.0), (">= 0",)),
+        B("theory.bounds.embedding_lipschitz_constant", "L_positive", "shape (B,) with L_anchor's B",
+          "shape (3,) for B = 2", ValueError,
+          lambda: bounds.embedding_lipschitz_constant(np.ones(2), np.ones(3), np.ones((2, 3)), 1.0), ("(3,)",)),
+        B("theory.bounds.tunable_lipschitz_constant", "gamma", "finite, > 0", "-1.0", ValueError,
+          lambda: bounds.tunable_lipschitz_constant(np.ones(2), np.ones(2), np.ones((2, 3)), 1.0, gamma=-1.0),
+          ("gamma=-1.0",)),
+        B("theory.bounds.search_bias_constant_l2", "second_moment", ">= 1 (E_pi m^2 >= 1)", "0.5", ValueError,
+          lambda: bounds.search_bias_constant_l2(1.0, second_moment=0.5), ("0.5",)),
+        B("theory.bounds.kl_softmax_sharp_bound", "tau", tau_range, "-1.0", ValueError,
+          lambda: bounds.kl_softmax_sharp_bound(-1.0), ("-1.0",)),
+        B("theory.bounds.vector_contraction_bound", "n", "an integer >= 1", "0", ValueError,
+          lambda: bounds.vector_contraction_bound(0, 4, 1.0, radius=0.5, dim_out=3), ("n=0",)),
+        B("theory.pacbayes.kl_inverse_upper", "q", "[0, 1]", "1.5", ValueError,
+          lambda: pacbayes.kl_inverse_upper(1.5, 0.1), ("q=1.5",)),
+        B("theory.pacbayes.kl_inverse_upper", "c", "finite, >= 0", "-0.1", ValueError,
+          lambda: pacbayes.kl_inverse_upper(0.5, -0.1), ("c=-0.1",)),
+        B("theory.pacbayes.gaussian_kl_isotropic", "s_q", "finite, > 0", "0.0", ValueError,
+          lambda: pacbayes.gaussian_kl_isotropic(np.zeros(3), np.zeros(3), 0.0, 1.0), ("s_q=0.0",)),
+        B("theory.stats.equivalence_test", "margin", "finite, > 0 (declared in advance)", "-0.1", ValueError,
+          lambda: stats.equivalence_test(stats.Estimate.from_samples([1.0, 2.0, 3.0]), -0.1), ("-0.1",)),
+        B("theory.stats.bootstrap_mean", "n_boot", "an integer >= 100", "0", ValueError,
+          lambda: stats.bootstrap_mean([1.0, 2.0, 3.0], n_boot=0), ("n_boot=0",)),
         B("theory.stats.coverage_interval", "hits", "0 .. n", "5 > n = 3", ValueError,
           lambda: stats.coverage_interval(5, 3), ("hits=5",)),
         B("theory.stats.fit_loglog_slope", "k, value and se", "1-D, the same length >= 2", "lengths 3, 2, 3",
