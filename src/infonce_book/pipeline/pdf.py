@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import html as html_lib
 import io
+import logging
 import os
 import re
 import shutil
@@ -40,7 +41,7 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from ..experiment.paths import atomic_write_bytes
-from .citation import toc_pages
+from .citation import BACK_MATTER, toc_pages
 from .run import BOOK_PDF, PDF_PLACEHOLDER, chapters, html_dir
 
 #: Where a chromium executable is looked for, after ``INFONCE_BOOK_CHROMIUM``.
@@ -108,6 +109,27 @@ _PREPARE = """async () => {
   return {typeset, errors: document.querySelectorAll('mjx-merror').length};
 }"""
 
+#: The page is printed at this scale: an A4 page with the margins below is then about 840 CSS
+#: pixels wide, the width of the web page's text column, so display formulas typeset by MathJax
+#: for the web fit the page as they are.
+PRINT_SCALE = 0.8
+
+_GREEK = {name: chr(code) for name, code in (
+    ("alpha", 0x3b1), ("beta", 0x3b2), ("gamma", 0x3b3), ("delta", 0x3b4), ("kappa", 0x3ba),
+    ("lambda", 0x3bb), ("mu", 0x3bc), ("nu", 0x3bd), ("pi", 0x3c0), ("sigma", 0x3c3), ("tau", 0x3c4),
+    ("phi", 0x3c6), ("infty", 0x221e), ("to", 0x2192), ("le", 0x2264), ("ge", 0x2265))}
+
+
+def plain_title(title: str) -> str:
+    """A page's ``<title>`` as plain text for PDF bookmarks and footers: without the book's name
+    and without TeX (``\\(O(1/k)\\)`` -> ``O(1/k)``, ``\\tau`` -> ``τ``; other commands lose
+    their backslash)."""
+    text = title.split(" \u2014 ")[0]
+    text = re.sub(r"\\[()\[\]]|\$", "", text)
+    text = re.sub(r"\\([A-Za-z]+)", lambda m: _GREEK.get(m.group(1), m.group(1)), text)
+    return re.sub(r"[{}]", "", text).strip()
+
+
 _FOOTER = ('<div style="font-size:8px;width:100%;text-align:center;color:#666;">'
            '{title} &middot; <span class="pageNumber"></span> / <span class="totalPages"></span></div>')
 
@@ -127,8 +149,9 @@ def _toc_entries(root: Path) -> list[tuple[str, str]]:
     return [(str(toc["root"]), ""), *toc_pages(root)]
 
 
-def _print_pages(html: Path, files: list[str], out_dir: Path, chromium: str, log) -> dict[str, Path]:
-    """Print ``html/<file>.html`` for every file to ``out_dir/<file>.pdf``; returns file -> PDF."""
+def _print_pages(html: Path, files: list[str], out_dir: Path, chromium: str, log) -> tuple[dict[str, Path], str]:
+    """Print ``html/<file>.html`` for every file to ``out_dir/<file>.pdf``; returns file -> PDF and
+    the address the pages were served from (links into the book start with it)."""
     try:
         from playwright.sync_api import sync_playwright  # optional: only `infonce-book pdf` needs it
     except ImportError as err:
@@ -150,10 +173,10 @@ def _print_pages(html: Path, files: list[str], out_dir: Path, chromium: str, log
                 if state["errors"]:
                     raise PdfError(f"{file}: MathJax reported {state['errors']} error(s); not printed")
                 page.emulate_media(media="print")
-                title = html_lib.escape(page.title().split(" \u2014 ")[0])
+                title = html_lib.escape(plain_title(page.title()))
                 target = out_dir / f"{file}.pdf"
                 target.parent.mkdir(parents=True, exist_ok=True)
-                page.pdf(path=str(target), format="A4", print_background=True, outline=True,
+                page.pdf(path=str(target), format="A4", scale=PRINT_SCALE, print_background=True, outline=True,
                          tagged=True, display_header_footer=True, header_template="<span></span>",
                          footer_template=_FOOTER.format(title=title),
                          margin={"top": "16mm", "bottom": "18mm", "left": "16mm", "right": "16mm"})
@@ -162,61 +185,82 @@ def _print_pages(html: Path, files: list[str], out_dir: Path, chromium: str, log
                 log(f"[pdf] {file}.html printed")
         finally:
             browser.close()
-    return printed
+    return printed, server.base
 
 
-def _page_of_link(uri: str, base: str, known: dict[str, int]) -> int | None:
-    """The first page in the merged book of the toc page a served link points to (else None)."""
+def _dest_table(reader) -> dict[str, tuple[int, float | None]]:
+    """``{anchor: (page index, top)}`` of a printed page's named destinations (chromium names one
+    after every element id that a link of the page points to)."""
+    out = {}
+    for name, dest in reader.named_destinations.items():
+        try:
+            index = reader.get_destination_page_number(dest)
+        except Exception:  # a destination chromium left without a page: nothing to jump to
+            continue
+        out[str(name).lstrip("/")] = (index, dest.get("/Top"))
+    return out
+
+
+def _link_target(annot, own_file: str, base: str, root_file: str):
+    """Where a link annotation points: ``(file, anchor)`` inside the book; ``None`` for a link to
+    the web (kept as it is); ``False`` for a link into the served build that is not a page."""
+    dest = annot.get("/Dest")
+    if dest is not None and not isinstance(dest, list):
+        return own_file, str(dest).lstrip("/")
+    action = annot.get("/A")
+    uri = str(action.get_object().get("/URI", "")) if action is not None else ""
     if not uri.startswith(base):
         return None
-    path = unquote(urlsplit(uri).path).lstrip("/")
-    stem = path[:-5] if path.endswith(".html") else path
-    if stem == "index":
-        stem = next(iter(known), stem)
-    return known.get(stem)
+    parts = urlsplit(uri)
+    path = unquote(parts.path).lstrip("/")
+    if not path.endswith(".html"):
+        return False  # e.g. a download of a source file, which the PDF cannot hold
+    file = path[:-5]
+    return (root_file if file == "index" else file), unquote(parts.fragment)
 
 
-def _fix_links(writer, base_url: str, starts: dict[str, int] | None) -> None:
-    """Links that point into the served HTML build: a jump to the page's first PDF page in the
-    merged book (``starts``), else (a single chapter's PDF) removed, so no PDF holds a link to
-    the temporary local server. Links to the web are kept."""
-    from pypdf.generic import ArrayObject, NameObject, NullObject, NumberObject  # see build_pdfs
+def _resolve_links(writer, page_files: list[str], starts: dict[str, int], dests: dict[str, dict],
+                   base: str, root_file: str) -> None:
+    """Turn every link into the book into an explicit jump to its page (and height) in ``writer``,
+    whose page ``i`` was printed from ``page_files[i]`` and whose pages of file ``f`` start at
+    ``starts[f]``: named destinations (which would clash between pages once merged) and links to
+    the local server alike. A link whose target is not in this PDF (another chapter, in a
+    chapter's own PDF) is removed, so no PDF holds a link to the temporary server. Links to the
+    web are kept."""
+    from pypdf.generic import (  # see build_pdfs
+        ArrayObject,
+        FloatObject,
+        NameObject,
+        NullObject,
+        NumberObject,
+    )
 
-    for page in writer.pages:
+    for i, page in enumerate(writer.pages):
         annots = page.get("/Annots")
         if annots is None:
             continue
         kept = ArrayObject()
         for ref in annots.get_object():
             annot = ref.get_object()
-            action = annot.get("/A")
-            uri = str(action.get_object().get("/URI", "")) if action is not None else ""
-            if not uri.startswith(base_url):
+            if annot.get("/Subtype") != "/Link":
                 kept.append(ref)
                 continue
-            target = _page_of_link(uri, base_url, starts) if starts is not None else None
+            target = _link_target(annot, page_files[i], base, root_file)
             if target is None:
+                kept.append(ref)
                 continue
-            del annot[NameObject("/A")]
-            annot[NameObject("/Dest")] = ArrayObject([writer.pages[target].indirect_reference,
-                                                       NameObject("/XYZ"), NullObject(), NullObject(),
-                                                       NumberObject(0)])
+            if target is False or target[0] not in starts:
+                continue
+            file, anchor = target
+            local, top = dests.get(file, {}).get(anchor, (0, None)) if anchor else (0, None)
+            for key in ("/A", "/Dest"):
+                if key in annot:
+                    del annot[NameObject(key)]
+            annot[NameObject("/Dest")] = ArrayObject([
+                writer.pages[starts[file] + local].indirect_reference, NameObject("/XYZ"), NullObject(),
+                FloatObject(top) if top is not None else NullObject(), NumberObject(0)])
             kept.append(ref)
         page[NameObject("/Annots")] = kept
-
-
-def _base_url_of(pdf_path: Path) -> str:
-    """The local server address that links in a printed PDF start with (from its first link)."""
-    from pypdf import PdfReader  # see build_pdfs
-
-    for page in PdfReader(str(pdf_path)).pages:
-        for ref in page.get("/Annots") or []:
-            action = ref.get_object().get("/A")
-            uri = str(action.get_object().get("/URI", "")) if action is not None else ""
-            m = re.match(r"^(http://127\.0\.0\.1:\d+/)", uri)
-            if m:
-                return m.group(1)
-    return "http://127.0.0.1:"
 
 
 def _write_pdf(writer, path: Path) -> None:
@@ -237,6 +281,10 @@ def build_pdfs(build_dir: Path, root: Path, *, chromium: str | None = None, log=
     """
     from pypdf import PdfReader, PdfWriter  # optional: only `infonce-book pdf` needs it
 
+    # pypdf warns about chromium's trailer sizes ("Object count ... exceeds defined trailer
+    # size"); the files read correctly, so only errors are shown.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+
     build_dir, root = Path(build_dir).resolve(), Path(root).resolve()
     html = html_dir(build_dir)
     if not (html / "index.html").is_file():
@@ -251,35 +299,39 @@ def build_pdfs(build_dir: Path, root: Path, *, chromium: str | None = None, log=
     out_dir = build_dir / "pdf"
     tmp_dir = build_dir / "pdf.pages"
     shutil.rmtree(tmp_dir, ignore_errors=True)
-    printed = _print_pages(html, files, tmp_dir, exe, log)
+    printed, base = _print_pages(html, files, tmp_dir, exe, log)
 
     result = PdfBuild(book=out_dir / BOOK_PDF)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out_dir, ignore_errors=True)  # no PDF of a page that is gone stays behind
+    out_dir.mkdir(parents=True)
     chapter_stems = set(chapters(root))
     book = PdfWriter()
     starts: dict[str, int] = {}
+    page_files: list[str] = []
+    dests: dict[str, dict] = {}
     parts: dict[str, object] = {}
     for file, caption in entries:
         reader = PdfReader(str(printed[file]))
         starts[file] = len(book.pages)
         result.pages[file] = len(reader.pages)
+        dests[file] = _dest_table(reader)
         book.append(reader, import_outline=False)
+        page_files += [file] * len(reader.pages)
         parent = None
         if caption:
             if caption not in parts:
-                parts[caption] = book.add_outline_item(caption, starts[file])
+                parts[caption] = book.add_outline_item(title=caption, page_number=starts[file])
             parent = parts[caption]
-        title = reader.metadata.title if reader.metadata and reader.metadata.title else file
-        book.add_outline_item(str(title).split(" \u2014 ")[0], starts[file], parent=parent)
+        title = plain_title(str(reader.metadata.title)) if reader.metadata and reader.metadata.title else file
+        book.add_outline_item(title=title, page_number=starts[file], parent=parent)
         stem = Path(file).name
-        if stem in chapter_stems:
+        if stem in chapter_stems and caption.strip().lower() != BACK_MATTER:
             single = PdfWriter(clone_from=reader)
-            _fix_links(single, _base_url_of(printed[file]), None)
-            single.add_metadata({"/Title": str(title)})
+            _resolve_links(single, [file] * len(reader.pages), {file: 0}, dests, base, files[0])
+            single.add_metadata({"/Title": title})
             _write_pdf(single, out_dir / f"{stem}.pdf")
             result.chapters[stem] = out_dir / f"{stem}.pdf"
-    base = _base_url_of(printed[files[1] if len(files) > 1 else files[0]])
-    _fix_links(book, base, starts)
+    _resolve_links(book, page_files, starts, dests, base, files[0])
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8")) or {}
     book.add_metadata({"/Title": str(config.get("title", "")), "/Author": str(config.get("author", ""))})
     book.page_mode = "/UseOutlines"
@@ -295,7 +347,8 @@ def activate_pdf_links(html: Path, pdf_dir: Path) -> list[Path]:
     visible link (see :data:`PDF_PLACEHOLDER`); returns the pages changed."""
     html, pdf_dir = Path(html), Path(pdf_dir)
     dest = html / "pdf"
-    dest.mkdir(exist_ok=True)
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir()
     for pdf in pdf_dir.glob("*.pdf"):
         shutil.copy2(pdf, dest / pdf.name)
     changed = []

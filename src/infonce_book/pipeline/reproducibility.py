@@ -98,7 +98,7 @@ def rerun_box(chapter: str, source: Path, run_info: dict, timings: dict, md_down
         if uses_device(source) else
         "It runs on the CPU only (no experiment uses the device).")
     return f"""::::{{admonition}} Rerun this chapter
-:class: tip dropdown
+:class: tip dropdown infonce-rerun
 
 This page shows a run with {ran}{f', which took {_seconds(took)}' if took is not None else ''}
 (infonce_book {book_version}, commit `{commit}`). To rerun it, from a clone of the repository:
