@@ -58,13 +58,19 @@ def test_glue_figure_displays_interactively_but_not_under_the_pipeline(glued, mo
     displayed = []
     monkeypatch.setattr(style, "get_ipython", lambda: _FakeShell())
     monkeypatch.setattr(style, "set_matplotlib_formats", lambda *a: None)
-    monkeypatch.setattr(style, "display", displayed.append)
     if pipeline:
         monkeypatch.setenv(PIPELINE_ENV, "1")
     else:
         monkeypatch.delenv(PIPELINE_ENV, raising=False)
-    fig = plt.figure()
+    displayed_meta = []
+    monkeypatch.setattr(style, "display", lambda obj, metadata=None: (displayed.append(obj),
+                                                                      displayed_meta.append(metadata)))
+    fig, ax = plt.subplots()
+    ax.set_title(r"$\kappa=4$")
+    fig.suptitle("vMF")
     style.glue_figure("c9-fig", fig)
     assert (displayed == [fig]) is shown
+    if shown:  # the titles travel with the displayed PNG, which cannot show them to a test
+        assert displayed_meta == [{"infonce_book": {"figure": "c9-fig", "titles": ["vMF", r"$\kappa=4$"]}}]
     assert glued == [("c9-fig", fig, False)]  # glued hidden either way: {glue:figure} places it
     assert not plt.fignum_exists(fig.number)  # closed: the inline backend does not show it again

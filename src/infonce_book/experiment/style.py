@@ -54,9 +54,21 @@ def glue_figure(name: str, fig) -> None:
     if ip is not None:  # make sure the kernel renders figures as PNG (inline backend)
         set_matplotlib_formats("png")
         if not under_pipeline():
-            display(fig)
+            display(fig, metadata={"infonce_book": {"figure": name, "titles": figure_titles(fig)}})
     glue(name, fig, display=False)
     plt.close(fig)
+
+
+def figure_titles(fig) -> list[str]:
+    """The non-empty titles of a figure (its suptitle, then each axes' titles), as drawn.
+
+    A PNG does not keep its text; :func:`glue_figure` puts these into the metadata of the figure
+    it displays in an interactive kernel, so that a notebook run can be checked to have drawn
+    the titles of its parameters."""
+    titles = [fig._suptitle.get_text()] if getattr(fig, "_suptitle", None) is not None else []
+    for ax in fig.axes:
+        titles += [ax.get_title(loc) for loc in ("left", "center", "right")]
+    return [t for t in titles if t]
 
 
 def _plain(key: str, value):
