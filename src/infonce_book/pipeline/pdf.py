@@ -3,7 +3,7 @@
 ``infonce-book pdf`` (``make pdf``) prints every page of ``<build>/html`` with Debian's chromium,
 driven by Playwright, and writes
 
-* ``<build>/pdf/<chapter>.pdf`` for every executed chapter, and
+* ``<build>/pdf/<chapter>.pdf`` for every chapter (the executed pages outside the back matter), and
 * ``<build>/pdf/book.pdf``: every page of ``_toc.yml`` in order, merged with :mod:`pypdf`, with
   one bookmark per page (under its part) and links between pages turned into jumps inside the
   PDF;
@@ -19,8 +19,10 @@ TeX distribution of several hundred megabytes in CI, and LaTeX versions of every
 build handles (MathJax macros, glued outputs, sphinx-proof and sphinx-exercise nodes, raw HTML).
 
 Each page is opened over a local HTTP server (MathJax's fonts do not load from ``file://``),
-MathJax is awaited, every collapsed solution and dropdown is opened, and the page is printed
-with the theme's print style sheet (no sidebars or buttons), A4, with page numbers.
+MathJax is awaited, every collapsed solution and dropdown is opened (the PDFs are of the full
+edition), and the page is printed with the theme's print style sheet and the book's
+(``static/infonce-book.css``: no sidebars, buttons or rerun box; numbered titles; wrapped code),
+A4 at :data:`PRINT_SCALE`, with the page's title and page numbers in the footer.
 """
 
 from __future__ import annotations

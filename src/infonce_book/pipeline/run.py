@@ -4,14 +4,22 @@
   (parameters ``profile``, ``device``, ``seed`` injected after the cell tagged ``parameters``),
   hides the parameter cells, and writes ``<build>/notebooks/<chapter>.ipynb`` -- only when every
   cell ran. Its ledger records go to ``<build>/ledger/<chapter>.json``, also only on success.
+  The kernel runs with :func:`kernel_thread_env` (one thread per core, passive OpenMP wait) and
+  ``INFONCE_BOOK_PIPELINE=1`` (figures are then glued only, not also displayed).
 * :func:`build` runs every chapter of ``_toc.yml`` (skipping one whose source, parameters and
   ``src/`` are unchanged since its last successful run), assembles the Jupyter Book source with
   the executed notebooks in place of the ``.md`` chapters, and runs ``jupyter-book build`` with
-  execution off and ``-n -W --keep-going``, into ``<build>/html``.
+  execution off and ``-n -W --keep-going``, into ``<build>/html`` (the student edition, without
+  solutions, into ``<build>/html-students``: :mod:`infonce_book.pipeline.editions`).
 * While assembling, it adds what no chapter has to write (see :func:`_assemble_site`): a "Rerun
-  this chapter" box on every chapter page, the generated "How to cite" entries and
-  reproducibility appendix (:mod:`infonce_book.citation`, :mod:`infonce_book.reproducibility`),
-  and the book's version and commit in the footer.
+  this chapter" box and a (hidden until ``infonce-book pdf`` has run) link to the chapter's PDF
+  on every chapter page, the generated "How to cite" entries, reproducibility appendix and the
+  intro's reading path (:mod:`~infonce_book.pipeline.citation`,
+  :mod:`~infonce_book.pipeline.reproducibility`, :mod:`~infonce_book.pipeline.reading_path`),
+  the book's version and commit in the footer, and no launch buttons while the repository URL
+  is a placeholder.
+* :func:`record_timings` measures every chapter for the README's table and the rerun boxes
+  (:mod:`~infonce_book.pipeline.timings`).
 
 Why our own skip logic: jupyter-cache keys ignore imported code (jupyter-book #1633).
 """
