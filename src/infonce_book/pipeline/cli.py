@@ -142,7 +142,7 @@ def _main(argv=None) -> int:
             if args.action == "record":
                 pipeline.record_timings(root, profiles=tuple(args.profiles), log=log)
             changed = timings.update_readme(root, list(pipeline.chapters(root)))
-            print(f"{root / timings.TIMES_FILE}; README table {'updated' if changed else 'unchanged'}")
+            print(f"{root / timings.TIMES_FILE}; README table {'updated' if changed else 'up to date'}")
             return 0
     except pipeline.ChapterError as err:
         print(f"error: {err}", file=sys.stderr)
