@@ -14,12 +14,15 @@ TORCH ?= cpu
 TORCH_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: book test smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help
+.PHONY: book book-students pdf timings test smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help
 
 help:
 	@echo "make book   - execute every chapter (profile=$(PROFILE)) and build _build/html"
 	@echo "make test   - lint (ruff) and run the whole test suite (includes a smoke build of the book)"
 	@echo "make smoke  - build the book at the smoke profile (minutes on 2 cores)"
+	@echo "make book-students - the student edition (no solutions) in _build/html-students"
+	@echo "make pdf    - the book, then _build/pdf/book.pdf and one PDF per chapter (needs chromium: make browser-deps)"
+	@echo "make timings - record every chapter's time (smoke, standard) for the README and the rerun boxes"
 	@echo "make chapter CHAPTER=c1_rate - execute one chapter (profile=$(PROFILE), device=$(DEVICE), seed=$(SEED))"
 	@echo "make browser-deps - install Debian's chromium for tests/pipeline/test_browser.py (needs root and apt-get)"
 	@echo "make gpu-wheels - download into .gpu-wheels/ the wheels an offline GPU machine lacks (README: Running on a GPU)"
@@ -46,6 +49,16 @@ install: $(VENV)/.installed
 
 book: $(VENV)/.installed
 	$(BIN)/infonce-book build --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
+
+book-students: $(VENV)/.installed
+	$(BIN)/infonce-book build --edition students --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
+
+# PDFs are printed from the HTML build with chromium (see src/infonce_book/pipeline/pdf.py).
+pdf: book
+	$(BIN)/infonce-book pdf
+
+timings: $(VENV)/.installed
+	$(BIN)/infonce-book timings record
 
 smoke: $(VENV)/.installed
 	$(BIN)/infonce-book build --profile smoke --device $(DEVICE) --seed $(SEED)

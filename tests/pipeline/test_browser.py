@@ -14,9 +14,7 @@ installs Debian's chromium; ``INFONCE_BOOK_CHROMIUM`` names another executable).
 from __future__ import annotations
 
 import functools
-import os
 import re
-import shutil
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,24 +23,11 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from infonce_book.pipeline import run as pipeline
+from infonce_book.pipeline.pdf import CHROMIUM_CANDIDATES, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-
-pytestmark = [pytest.mark.book, pytest.mark.browser]
-
-
-def find_chromium() -> str | None:
-    env = os.environ.get("INFONCE_BOOK_CHROMIUM")
-    if env:
-        return env if shutil.which(env) or Path(env).is_file() else None
-    for c in CANDIDATES:
-        found = shutil.which(c) or (c if Path(c).is_file() and os.access(c, os.X_OK) else None)
-        if found:
-            return found
-    return None
-
+CANDIDATES = CHROMIUM_CANDIDATES
 
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, *args):  # no request log in the test output

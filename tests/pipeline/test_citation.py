@@ -74,7 +74,11 @@ def test_bibtex_has_the_book_and_every_chapter_of_the_toc_with_its_title():
     assert re.search(r"title += \{The limit and its \$O\(1/k\)\$ rate \(C1\)\},", bib)
     assert re.search(r"version += \{" + re.escape(infonce_book.__version__) + r"\}", bib)
     assert "commit abc123" in bib
-    assert re.search(r"url += \{" + re.escape(f"{meta.url}/blob/{meta.branch}/book/c1_rate.md") + r"\}", bib)
+    # The repository URL is a placeholder (repository.placeholder in _config.yml): no entry
+    # points at it, every entry says it is not yet published online.
+    assert meta.published is False
+    assert meta.url not in bib and "howpublished" not in bib and not re.search(r"^\s*url\s*=", bib, flags=re.M)
+    assert bib.count(citation.NOT_PUBLISHED) == len(keys)
     # Braces balance in every entry (a LaTeX title must not break the entry).
     for entry in bib.split("\n\n"):
         assert entry.count("{") == entry.count("}"), entry
@@ -107,3 +111,18 @@ def test_the_footer_shows_the_package_version_and_commit():
     html = citation.footer_html("InfoNCE as similarity search", "abc123+dirty")
     assert f'<span class="version">{infonce_book.__version__}</span>' in html
     assert "abc123+dirty" in html
+
+
+def test_a_real_repository_url_turns_the_urls_of_the_entries_on(tmp_path):
+    # Same book, with _config.yml as a fork or the published repository would write it.
+    for f in ("CITATION.cff", "_toc.yml"):
+        shutil.copy2(ROOT / f, tmp_path / f)
+    shutil.copytree(ROOT / "book", tmp_path / "book")
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["repository"] = {"url": "https://example.org/someone/fork", "branch": "trunk"}
+    (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
+    bib = citation.bibtex(tmp_path)
+    assert citation.book_metadata(tmp_path).published is True
+    assert "howpublished = {\\url{https://example.org/someone/fork}}" in bib
+    assert re.search(r"url += \{https://example\.org/someone/fork/blob/trunk/book/c1_rate\.md\}", bib)
+    assert citation.NOT_PUBLISHED not in bib

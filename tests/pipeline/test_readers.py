@@ -16,6 +16,8 @@ import yaml
 
 import infonce_book
 from infonce_book.pipeline import run as pipeline
+from infonce_book.pipeline import timings
+from infonce_book.pipeline.citation import BACK_MATTER, toc_pages
 from infonce_book.pipeline.reproducibility import PACKAGES, appendix_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,18 +92,43 @@ def test_every_chapter_gets_a_rerun_box_after_its_title_with_the_exact_command(p
     site = _assemble(project)
     nb = nbformat.read(site / "book" / "ok.ipynb", as_version=4)
     title = next(i for i, c in enumerate(nb.cells) if c.source.startswith("# A new chapter"))
-    box = nb.cells[title + 1]
+    pdf, box = nb.cells[title + 1], nb.cells[title + 2]
+    # First the (hidden until `infonce-book pdf` has run) link to the chapter's PDF, then the box.
+    assert pdf.metadata["tags"] == ["pdf-link"] and pdf.source == pipeline.PDF_PLACEHOLDER.format(name="ok.pdf")
     assert box.cell_type == "markdown" and box.metadata["tags"] == ["rerun-box"]
     assert ".venv/bin/infonce-book run ok --profile standard --device auto --seed 0" in box.source
     assert "make chapter CHAPTER=ok PROFILE=standard DEVICE=auto SEED=0" in box.source
     assert "profile `smoke`, device `cpu`, seed `0`, which took 12 s" in box.source
     assert "`smoke` 12 s; `standard` not measured in this build; `full` 5.0 min" in box.source
+    assert "Expected: no recorded times: `infonce-book timings record` writes" in box.source
     assert "CUDA GPU" in box.source  # the chapter passes ctx.device to its experiments
     assert "{download}`ok.md <_md/ok.md>`" in box.source
     assert (site / "book" / "_md" / "ok.md").read_text() == CHAPTER
     assert not (site / "book" / "ok.md").exists()
     # The executed notebook in _build/notebooks stays as papermill wrote it.
     assert "rerun-box" not in (project / "_build" / "notebooks" / "ok.ipynb").read_text()
+
+
+def test_the_rerun_box_quotes_the_recorded_times_that_the_readme_shows(project):
+    recorded = {"machine": {"cpu": "Some CPU", "cores": 2}, "threads": {},
+                "profiles": {"smoke": {"seconds": {"ok": 41.0}}, "standard": {"seconds": {"ok": 130.0}}}}
+    path = project / timings.TIMES_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(recorded))
+    site = _assemble(project)
+    box = next(c for c in nbformat.read(site / "book" / "ok.ipynb", as_version=4).cells
+               if c.metadata.get("tags") == ["rerun-box"])
+    assert "Expected: `smoke` 41 s; `standard` 2.2 min on a 2-core Some CPU" in box.source
+    table = timings.readme_table(recorded, ["ok"])
+    assert "| `ok` | 41 s | 2.2 min |" in table and "| all chapters | 41 s | 2.2 min |" in table
+
+
+def test_the_intro_gets_a_hidden_link_to_the_book_pdf_and_the_reading_path(project):
+    (project / "book" / "intro.md").write_text("# Intro\n\nText.\n\n<!-- infonce-book: reading-path -->\n")
+    site = _assemble(project)
+    intro = (site / "book" / "intro.md").read_text()
+    assert intro.startswith("# Intro\n\n" + pipeline.PDF_PLACEHOLDER.format(name="book.pdf") + "\n")
+    assert '<svg class="infonce-reading-path"' in intro and "| 1 | {doc}`ok` | only the {doc}`notation` |" in intro
 
 
 def test_the_back_matter_is_generated_for_the_chapters_of_the_toc(project):
@@ -153,6 +180,21 @@ def test_appendix_reports_the_real_environment(tmp_path):
     assert "No ledger records were found" in text
 
 
+def test_launch_buttons_and_repository_links_follow_the_placeholder_flag(project):
+    # Placeholder (the repository's _config.yml): the assembled site has no launch buttons and no
+    # repository address for jupyter-book to render.
+    config = yaml.safe_load((_assemble(project) / "_config.yml").read_text())
+    assert "launch_buttons" not in config and "repository" not in config
+    assert not config["html"]["use_repository_button"]
+    # A real URL (placeholder flag removed): both stay, as written.
+    real = yaml.safe_load((project / "_config.yml").read_text())
+    real["repository"] = {"url": "https://example.org/someone/fork", "branch": "main"}
+    (project / "_config.yml").write_text(yaml.safe_dump(real))
+    config = yaml.safe_load((_assemble(project) / "_config.yml").read_text())
+    assert config["repository"]["url"] == "https://example.org/someone/fork"
+    assert config["launch_buttons"] == CONFIG["launch_buttons"]
+
+
 def test_mathjax_is_served_by_the_book_not_a_cdn():
     sphinx = CONFIG["sphinx"]["config"]
     path = sphinx["mathjax_path"]
@@ -168,6 +210,7 @@ def test_mathjax_is_served_by_the_book_not_a_cdn():
 def test_repository_url_is_written_in_one_place_and_launch_buttons_use_it():
     url = CONFIG["repository"]["url"]
     assert CONFIG["launch_buttons"]["colab_url"] and CONFIG["launch_buttons"]["binderhub_url"]
+    assert CONFIG["repository"].get("placeholder") is True  # no public repository yet (README)
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     if not tracked:
         pytest.skip("not a git checkout")
@@ -188,6 +231,7 @@ def test_rendered_pages_carry_version_rerun_box_downloads_launch_buttons_and_bac
     assert "robustness" in executed and "robustness" not in chapters  # back matter: no rerun box, no citation
     robustness = unescape(re.sub(r"<[^>]+>", "", (html / "book" / "robustness.html").read_text()))
     assert "Rerun this chapter" not in robustness
+    assert len(chapters) >= 6
     for stem in chapters:
         page = (html / "book" / f"{stem}.html").read_text()
         text = unescape(re.sub(r"<[^>]+>", "", page))  # what the reader sees (code is highlighted)
@@ -200,14 +244,18 @@ def test_rendered_pages_carry_version_rerun_box_downloads_launch_buttons_and_bac
         assert f"_sources/book/{stem}.ipynb" in page and (html / "_sources" / "book" / f"{stem}.ipynb").is_file()
         md = re.search(r'href="(\.\./_downloads/[0-9a-f]+/' + stem + r'\.md)"', page)
         assert md and (html / "book" / md.group(1)).resolve().is_file()
-        # Launch buttons, built from repository.url.
-        org_repo = meta_url.removeprefix("https://github.com/")
-        assert f"mybinder.org/v2/gh/{org_repo}/main?urlpath=lab/tree/book/{stem}.ipynb" in page
-        assert f"colab.research.google.com/github/{org_repo}/blob/main/book/{stem}.ipynb" in page
+        # No launch buttons while repository.url is a placeholder (they would open nothing).
+        assert "mybinder.org/v2" not in page and "colab.research.google.com/github" not in page
         assert "cdn.jsdelivr.net/npm/mathjax" not in page and "_static/mathjax/tex-chtml-full.js" in page
     cite = (html / "book" / "cite.html").read_text()
     for stem in chapters:
         assert f"infoncebook2026-{stem}" in cite
+    assert "not yet published online" in cite
+    # No page of the build shows the placeholder repository's address (pages, search index, sources).
+    holders = [p.relative_to(html).as_posix() for p in html.rglob("*")
+               if p.suffix in {".html", ".js", ".ipynb", ".md", ".txt"} and p.is_file()
+               and meta_url in p.read_text(errors="ignore")]
+    assert holders == []
     appendix = (html / "book" / "appendix_reproducibility.html").read_text()
     records = [r for p in sorted((smoke_book.build / "ledger").glob("*.json")) for r in json.loads(p.read_text())]
     n_pass = sum(r["passed"] for r in records)

@@ -1,15 +1,29 @@
-"""The book's figure style: one seaborn theme, and glueing figures into pages.
+"""The book's figure style, and glueing figures and values into pages.
 
 Each chapter draws its own figures (``chapters/<stem>.py``, functions named ``fig_*``) with
-labelled axes and units ("nats"); this module only sets the common style.
+labelled axes and units ("nats"); this module sets the common style and puts results into the
+page:
+
+* :func:`glue_figure` glues a figure for a ``{glue:figure}`` directive. Under the book's pipeline
+  (``infonce-book run``/``build``) the figure appears once, where the page places it; in an
+  interactive kernel (Jupyter, or papermill run by hand) it is also shown below the cell, so a
+  student running a chapter sees its plots.
+* :func:`glue_all` glues a whole dictionary of values in one call (``{glue:text}`` in the prose),
+  so a chapter cell shows one line instead of a loop of ``glue(...)`` calls.
 """
 
 from __future__ import annotations
 
+import os
+
 import matplotlib.pyplot as plt
+import numpy as np
 import seaborn as sns
 from IPython import get_ipython
+from IPython.display import display
 from myst_nb import glue
+
+from .paths import PIPELINE_ENV
 
 PALETTE = "colorblind"
 
@@ -21,13 +35,87 @@ def use_book_style() -> None:
                          "axes.titlesize": "medium"})
 
 
+def under_pipeline() -> bool:
+    """Whether this process is a chapter kernel started by the book's pipeline."""
+    return os.environ.get(PIPELINE_ENV) == "1"
+
+
 def glue_figure(name: str, fig) -> None:
-    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive, and close it so that the
-    notebook does not display it a second time at the end of the cell."""
+    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive, then close it.
+
+    Under the pipeline (:func:`under_pipeline`) the figure is only glued: the built page shows
+    it once, where ``{glue:figure}`` places it. In any other IPython kernel (Jupyter, papermill
+    run by hand) it is also displayed below the cell, so that a chapter run interactively shows
+    its plots. Closing the figure keeps the inline backend from showing it again at the end of
+    the cell.
+    """
     ip = get_ipython()
     if ip is not None:  # make sure the kernel renders figures as PNG (inline backend)
         from matplotlib_inline.backend_inline import set_matplotlib_formats  # optional: kernels only
 
         set_matplotlib_formats("png")
+        if not under_pipeline():
+            display(fig, metadata={"infonce_book": {"figure": name, "titles": figure_titles(fig)}})
     glue(name, fig, display=False)
     plt.close(fig)
+
+
+def figure_titles(fig) -> list[str]:
+    """The non-empty titles of a figure (its suptitle, then each axes' titles), as drawn.
+
+    A PNG does not keep its text; :func:`glue_figure` puts these into the metadata of the figure
+    it displays in an interactive kernel, so that a notebook run can be checked to have drawn
+    the titles of its parameters."""
+    titles = [fig._suptitle.get_text()] if getattr(fig, "_suptitle", None) is not None else []
+    for ax in fig.axes:
+        titles += [ax.get_title(loc) for loc in ("left", "center", "right")]
+    return [t for t in titles if t]
+
+
+def _plain(key: str, value):
+    """``value`` as a plain Python bool/int/float/str (NumPy scalars unwrapped), else TypeError."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if type(value) in (bool, int, float, str):
+        return value
+    raise TypeError(f"glue_all: the value of {key!r} must be a plain int, float, bool or str (myst-nb "
+                    f"formats only those in {{glue:text}}), got {type(value).__name__}: {value!r}")
+
+
+def glue_all(prefix: str, values: dict) -> dict:
+    """Glue every entry of ``values`` under the name ``prefix + key``, hidden (``display=False``).
+
+    One line in a chapter cell replaces a loop of ``glue`` calls: runners and ledger functions
+    return plain dictionaries, the page glues them with ``glue_all("c4_", summary)`` and the prose
+    refers to ``{glue:text}`c4_slope:.2f```.
+
+    Args:
+        prefix: prepended to every key (a page uses its own, e.g. ``"c4_"``); may be ``""``.
+        values: ``{key: value}`` with ``str`` keys and plain ``int``, ``float``, ``bool`` or
+            ``str`` values. NumPy scalars are unwrapped to the equal Python value (myst-nb cannot
+            apply a format spec to a NumPy scalar); anything else (arrays, tensors, lists) is an
+            error, since ``{glue:text}`` could not format it.
+
+    Returns:
+        ``{glued name: value}``, the names and values actually glued.
+
+    Raises:
+        TypeError: ``prefix`` is not a string, ``values`` is not a mapping, a key is not a
+            string, or a value is not a plain scalar (the message names the key).
+
+    Examples:
+        >>> glue_all("c0_", {"slope": np.float64(-1.0), "k_max": 1024})  # doctest: +SKIP
+        {'c0_slope': -1.0, 'c0_k_max': 1024}
+    """
+    if not isinstance(prefix, str):
+        raise TypeError(f"glue_all: prefix must be a str, got {type(prefix).__name__}")
+    if not hasattr(values, "items"):
+        raise TypeError(f"glue_all: values must be a dict of name -> value, got {type(values).__name__}")
+    glued = {}
+    for key, value in values.items():
+        if not isinstance(key, str):
+            raise TypeError(f"glue_all: every key must be a str, got {key!r}")
+        glued[prefix + key] = _plain(key, value)
+    for name, value in glued.items():
+        glue(name, value, display=False)
+    return glued

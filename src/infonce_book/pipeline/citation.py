@@ -6,6 +6,8 @@ Everything comes from one place each, so nothing is typed twice:
 * the version from the installed package (:data:`infonce_book.__version__`; a test checks that
   ``CITATION.cff`` states the same one);
 * the repository URL and branch from ``_config.yml`` (``repository.url``, ``repository.branch``);
+  while ``repository.placeholder`` is true (no public repository yet) the entries carry no URL
+  and say "not yet published online", and the pipeline drops the launch buttons;
 * the chapters and their titles from ``_toc.yml`` and each page's first ``#`` heading, so a new
   chapter gets its own entry without any edit here.
 
@@ -37,6 +39,13 @@ class BookMetadata:
     version: str
     url: str
     branch: str
+    published: bool = True  # False while _config.yml marks repository.url as a placeholder
+
+
+def repository_is_placeholder(config: dict) -> bool:
+    """Whether ``_config.yml`` (parsed) marks its ``repository.url`` as a placeholder
+    (``repository.placeholder: true``): no public repository exists at that address yet."""
+    return bool((config.get("repository") or {}).get("placeholder", False))
 
 
 def book_metadata(root: Path) -> BookMetadata:
@@ -57,7 +66,8 @@ def book_metadata(root: Path) -> BookMetadata:
                          "and launch buttons)")
     return BookMetadata(title=str(cff["title"]), authors=list(cff["authors"]),
                         year=str(cff["date-released"])[:4], version=__version__,
-                        url=str(repo["url"]).rstrip("/"), branch=str(repo.get("branch", "main")))
+                        url=str(repo["url"]).rstrip("/"), branch=str(repo.get("branch", "main")),
+                        published=not repository_is_placeholder(config))
 
 
 def page_title(path: Path) -> str:
@@ -144,28 +154,38 @@ def _entry(kind: str, key: str, fields: list[tuple[str, str]]) -> str:
     return f"@{kind}{{{key},\n{body}\n}}"
 
 
+NOT_PUBLISHED = "not yet published online"
+
+
+def _note(meta: BookMetadata, commit: str | None) -> str:
+    return (f"Version {meta.version}" + (f", commit {commit}" if commit else "")
+            + ("" if meta.published else f"; {NOT_PUBLISHED}"))
+
+
 def bibtex_book(meta: BookMetadata, commit: str | None = None) -> str:
-    note = f"Version {meta.version}" + (f", commit {commit}" if commit else "")
+    """The book's entry; without a URL while the repository is a placeholder."""
+    url = [("howpublished", f"\\url{{{meta.url}}}")] if meta.published else []
     return _entry("misc", book_key(meta), [
         ("title", "{" + meta.title + "}"),
         ("author", _bib_authors(meta.authors)),
         ("year", meta.year),
         ("version", meta.version),
-        ("howpublished", f"\\url{{{meta.url}}}"),
-        ("note", note),
+        *url,
+        ("note", _note(meta, commit)),
     ])
 
 
 def bibtex_chapter(meta: BookMetadata, file: str, title: str, commit: str | None = None) -> str:
-    note = f"Version {meta.version}" + (f", commit {commit}" if commit else "")
+    """One page's entry; without a URL while the repository is a placeholder."""
+    url = [("url", f"{meta.url}/blob/{meta.branch}/{file}.md")] if meta.published else []
     return _entry("incollection", chapter_key(meta, file), [
         ("title", title),
         ("booktitle", "{" + meta.title + "}"),
         ("author", _bib_authors(meta.authors)),
         ("year", meta.year),
         ("version", meta.version),
-        ("url", f"{meta.url}/blob/{meta.branch}/{file}.md"),
-        ("note", note),
+        *url,
+        ("note", _note(meta, commit)),
     ])
 
 

@@ -1,7 +1,9 @@
 """``infonce-book``: run one chapter, build the book, print the claims ledger.
 
     infonce-book run CHAPTER [--profile P] [--device D] [--seed N] [--force]
-    infonce-book build [--profile P] [--device D] [--seed N] [--force]
+    infonce-book build [--profile P] [--device D] [--seed N] [--force] [--edition web|students]
+    infonce-book pdf [--build-dir DIR]          (after build: _build/pdf/book.pdf and one per chapter)
+    infonce-book timings record|readme          (chapter times for the README and the rerun boxes)
     infonce-book ledger [--format json|table]
     infonce-book chapters
 """
@@ -18,7 +20,9 @@ from ..experiment.ledger import format_table, load_records
 from ..experiment.paths import project_root
 from ..experiment.profiles import PROFILES
 from ..utils.device import DEVICES
+from . import pdf as pdf_build
 from . import run as pipeline
+from . import timings
 
 
 def _seed(value: str) -> int:
@@ -54,6 +58,16 @@ def _parser() -> argparse.ArgumentParser:
     common(r)
     b = sub.add_parser("build", help="execute every chapter (skipping unchanged ones) and build _build/html")
     common(b)
+    b.add_argument("--edition", choices=pipeline.EDITIONS, default="web",
+                   help="web (default: _build/html) or students (no solutions: _build/html-students)")
+    pd = sub.add_parser("pdf", help="print the HTML build to _build/pdf (book.pdf and one PDF per chapter)")
+    pd.add_argument("--build-dir", type=Path, default=None, help="build folder (default: _build)")
+    tm = sub.add_parser("timings", help="record the chapter times (README table, rerun boxes)")
+    tm.add_argument("action", choices=("record", "readme"),
+                    help="record: execute every chapter at the smoke and standard profiles on the CPU and "
+                         f"write {timings.TIMES_FILE.as_posix()} and the README table; readme: only rewrite "
+                         "the README table from that file")
+    tm.add_argument("--profiles", nargs="+", choices=timings.RECORDED_PROFILES, default=list(timings.RECORDED_PROFILES))
     lg = sub.add_parser("ledger", help="print the claims ledger of the last build")
     lg.add_argument("--format", choices=("json", "table"), default="table")
     lg.add_argument("--build-dir", type=Path, default=None)
@@ -117,9 +131,23 @@ def _main(argv=None) -> int:
             return 0
         if args.command == "build":
             print(pipeline.build(profile=args.profile, device=args.device, seed=args.seed,
-                                 build_dir=args.build_dir, force=args.force, root=root, log=log))
+                                 build_dir=args.build_dir, force=args.force, root=root,
+                                 edition=args.edition, log=log))
+            return 0
+        if args.command == "pdf":
+            made = pdf_build.build_pdfs((args.build_dir or root / "_build"), root, log=log)
+            print(made.book)
+            return 0
+        if args.command == "timings":
+            if args.action == "record":
+                pipeline.record_timings(root, profiles=tuple(args.profiles), log=log)
+            changed = timings.update_readme(root, list(pipeline.chapters(root)))
+            print(f"{root / timings.TIMES_FILE}; README table {'updated' if changed else 'up to date'}")
             return 0
     except pipeline.ChapterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except pdf_build.PdfError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except (ValueError, TypeError) as err:

@@ -26,6 +26,7 @@ import torch
 from ..experiment.ledger import load_records, verdict
 from ..experiment.profiles import PROFILES
 from ..utils.device import describe, resolve_device
+from .timings import RECORDED_PROFILES, TIMES_FILE, fmt_seconds, seconds_of
 
 #: Distributions whose versions the appendix reports (PyPI names).
 PACKAGES = ("infonce-book", "torch", "numpy", "scipy", "sympy", "pandas", "jupyter-book", "myst-nb",
@@ -69,9 +70,24 @@ def profile_times(timings: dict, chapter: str) -> str:
     return "; ".join(f"`{p}` {_seconds(timings.get(p, {}).get(chapter))}" for p in PROFILES)
 
 
+def recorded_times(recorded: dict, chapter: str) -> str:
+    """The recorded times of a chapter (:mod:`infonce_book.pipeline.timings`), as in the README."""
+    if not recorded.get("profiles"):
+        return ("no recorded times: `infonce-book timings record` writes "
+                f"`{TIMES_FILE.as_posix()}`")
+    times = "; ".join(f"`{p}` {fmt_seconds(seconds_of(recorded, p, chapter))}" for p in RECORDED_PROFILES)
+    m = recorded.get("machine", {})
+    return (f"{times} on a {m.get('cores', '?')}-core {m.get('cpu', 'CPU')} "
+            f"(`{TIMES_FILE.as_posix()}`, the same times as the README's table)")
+
+
 def rerun_box(chapter: str, source: Path, run_info: dict, timings: dict, md_download: str,
-              book_version: str, commit: str) -> str:
-    """The "Rerun this chapter" admonition (MyST markdown) for one executed chapter."""
+              book_version: str, commit: str, *, recorded: dict | None = None) -> str:
+    """The "Rerun this chapter" admonition (MyST markdown) for one executed chapter.
+
+    ``recorded`` are the recorded chapter times (:func:`infonce_book.pipeline.timings.load_recorded`),
+    quoted as the expected time; ``timings`` are this build folder's own (``<build>/timings.json``).
+    """
     ran = (f"profile `{run_info.get('profile', '?')}`, device `{run_info.get('device', '?')}`, "
            f"seed `{run_info.get('seed', '?')}`")
     took = run_info.get("seconds")
@@ -82,7 +98,7 @@ def rerun_box(chapter: str, source: Path, run_info: dict, timings: dict, md_down
         if uses_device(source) else
         "It runs on the CPU only (no experiment uses the device).")
     return f"""::::{{admonition}} Rerun this chapter
-:class: tip dropdown
+:class: tip dropdown infonce-rerun
 
 This page shows a run with {ran}{f', which took {_seconds(took)}' if took is not None else ''}
 (infonce_book {book_version}, commit `{commit}`). To rerun it, from a clone of the repository:
@@ -102,7 +118,8 @@ The executed notebook goes to `_build/notebooks/{chapter}.ipynb` and its claims 
 
 **Device.** {device_note}
 
-**Time** (measured on the machine that built this page, `_build/timings.json`): {profile_times(timings, chapter)}.
+**Time.** Expected: {recorded_times(recorded or {}, chapter)}. On the machine that built this page
+(`_build/timings.json`, slower when other processes shared its CPU): {profile_times(timings, chapter)}.
 
 **Source.** The jupytext notebook {{download}}`{chapter}.md <{md_download}>` (open it in Jupyter
 with jupytext installed), or the executed notebook from the download button at the top of the page.

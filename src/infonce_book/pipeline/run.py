@@ -4,14 +4,22 @@
   (parameters ``profile``, ``device``, ``seed`` injected after the cell tagged ``parameters``),
   hides the parameter cells, and writes ``<build>/notebooks/<chapter>.ipynb`` -- only when every
   cell ran. Its ledger records go to ``<build>/ledger/<chapter>.json``, also only on success.
+  The kernel runs with :func:`kernel_thread_env` (one thread per core, passive OpenMP wait) and
+  ``INFONCE_BOOK_PIPELINE=1`` (figures are then glued only, not also displayed).
 * :func:`build` runs every chapter of ``_toc.yml`` (skipping one whose source, parameters and
   ``src/`` are unchanged since its last successful run), assembles the Jupyter Book source with
   the executed notebooks in place of the ``.md`` chapters, and runs ``jupyter-book build`` with
-  execution off and ``-n -W --keep-going``, into ``<build>/html``.
+  execution off and ``-n -W --keep-going``, into ``<build>/html`` (the student edition, without
+  solutions, into ``<build>/html-students``: :mod:`infonce_book.pipeline.editions`).
 * While assembling, it adds what no chapter has to write (see :func:`_assemble_site`): a "Rerun
-  this chapter" box on every chapter page, the generated "How to cite" entries and
-  reproducibility appendix (:mod:`infonce_book.citation`, :mod:`infonce_book.reproducibility`),
-  and the book's version and commit in the footer.
+  this chapter" box and a (hidden until ``infonce-book pdf`` has run) link to the chapter's PDF
+  on every chapter page, the generated "How to cite" entries, reproducibility appendix and the
+  intro's reading path (:mod:`~infonce_book.pipeline.citation`,
+  :mod:`~infonce_book.pipeline.reproducibility`, :mod:`~infonce_book.pipeline.reading_path`),
+  the book's version and commit in the footer, and no launch buttons while the repository URL
+  is a placeholder.
+* :func:`record_timings` measures every chapter for the README's table and the rerun boxes
+  (:mod:`~infonce_book.pipeline.timings`).
 
 Why our own skip logic: jupyter-cache keys ignore imported code (jupyter-book #1633).
 """
@@ -21,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -34,11 +43,14 @@ import yaml
 from tqdm import tqdm
 
 from .. import __version__
-from ..experiment.paths import atomic_write_text, git_commit, project_root
+from ..experiment.paths import PIPELINE_ENV, atomic_write_text, git_commit, project_root
 from ..experiment.profiles import check_profile
 from ..utils.device import resolve_device
-from .citation import BACK_MATTER, cite_markdown, footer_html, toc_pages
+from .citation import BACK_MATTER, cite_markdown, footer_html, repository_is_placeholder, toc_pages
+from .editions import EDITIONS, strip_solutions_site
+from .reading_path import reading_path_markdown
 from .reproducibility import appendix_markdown, load_run_info, load_timings, rerun_box
+from .timings import TIMES_FILE, cpu_model, load_average, load_recorded, update_readme
 
 PIPELINE_VERSION = "1"
 
@@ -130,6 +142,37 @@ def _run_key(source: Path, params: dict, root: Path) -> str:
     return h.hexdigest()
 
 
+#: Thread settings of the chapter kernel, and the defaults :func:`kernel_thread_env` gives them.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY",
+                    "MKL_DYNAMIC")
+
+
+def available_cores() -> int:
+    """The number of CPU cores this process may run on (its affinity mask, else ``os.cpu_count``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def kernel_thread_env(environ: dict | None = None) -> dict[str, str]:
+    """The thread settings a chapter kernel runs with (what the user set wins).
+
+    torch (OpenMP, MKL) and NumPy (OpenBLAS) each start one thread per core; by default OpenMP
+    threads also *spin* at every barrier. On a small machine shared with another busy process
+    the spinning threads take turns with the process that has work to do, and chapters ran
+    2-5 times slower. So the kernel gets one thread per available core
+    (:func:`available_cores`) in each library and the *passive* wait policy (idle threads
+    sleep instead of spinning); a variable already set in the environment is kept as it is.
+    """
+    environ = os.environ if environ is None else environ
+    n = str(available_cores())
+    wanted = {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n,
+              "OMP_WAIT_POLICY": "PASSIVE", "MKL_DYNAMIC": "FALSE"}
+    assert tuple(wanted) == THREAD_VARIABLES
+    return {k: environ.get(k) or v for k, v in wanted.items()}
+
+
 def _hide_parameter_cells(nb) -> None:
     for cell in nb.cells:
         tags = cell.get("metadata", {}).get("tags", [])
@@ -190,8 +233,9 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     if not any("parameters" in c.get("metadata", {}).get("tags", []) for c in nb.cells):
         raise ChapterError(f"chapter {stem}: no cell is tagged 'parameters' in {source}")
+    threads = kernel_thread_env()
     env_keys = ("INFONCE_BOOK_NO_PROGRESS", "INFONCE_BOOK_LEDGER_DIR", "INFONCE_BOOK_ROOT",
-                "INFONCE_BOOK_BUILD_DIR", "MPLBACKEND")
+                "INFONCE_BOOK_BUILD_DIR", "MPLBACKEND", PIPELINE_ENV, *threads)
     saved = {k: os.environ.get(k) for k in env_keys}
     with tempfile.TemporaryDirectory(prefix=f"infonce-{stem}-") as tmp:
         tmp = Path(tmp)
@@ -201,7 +245,8 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
         nbformat.write(nb, in_path)
         os.environ.update({"INFONCE_BOOK_NO_PROGRESS": "1", "INFONCE_BOOK_LEDGER_DIR": str(tmp_ledger),
                            "INFONCE_BOOK_ROOT": str(root), "INFONCE_BOOK_BUILD_DIR": str(build_dir),
-                           "MPLBACKEND": "module://matplotlib_inline.backend_inline"})
+                           "MPLBACKEND": "module://matplotlib_inline.backend_inline", PIPELINE_ENV: "1",
+                           **threads})
         log(f"[{stem}] executing with profile={profile}, device={dev.type}, seed={seed}")
         t0 = time.perf_counter()
         try:
@@ -249,11 +294,6 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
     return RunResult(stem, "ran", seconds, out_nb)
 
 
-def html_dir(build_dir: Path) -> Path:
-    """Where :func:`build` puts the rendered book (``<build>/html``; the Pages workflow uploads it)."""
-    return Path(build_dir) / "html"
-
-
 def _record_timing(build_dir: Path, stem: str, profile: str, seconds: float) -> None:
     path = build_dir / "timings.json"
     data = json.loads(path.read_text()) if path.is_file() else {}
@@ -263,9 +303,9 @@ def _record_timing(build_dir: Path, stem: str, profile: str, seconds: float) -> 
 
 MARKER = re.compile(r"^<!-- infonce-book: ([a-z-]+) -->[ \t]*$", flags=re.M)
 # The generated sections a page may ask for with a marker line (filled by _assemble_site):
-# "How to cite" entries and the reproducibility appendix. (The table of validated inputs is
+# "How to cite" entries, the reproducibility appendix and the intro's reading path. (The table of validated inputs is
 # rendered by a code cell of its own page: the pipeline does not import infonce_book.testing.)
-GENERATED_SECTIONS = ("bibtex", "reproducibility")
+GENERATED_SECTIONS = ("bibtex", "reproducibility", "reading-path")
 
 
 def _insert_after_title(nb, text: str, tag: str) -> None:
@@ -299,31 +339,84 @@ def _fill_markers(site: Path, generators: dict) -> list[Path]:
     return filled
 
 
-def _inject_config(site: Path, commit: str) -> None:
-    """Put the book's version (from the package) and commit into the footer of every page."""
+#: The hidden paragraph the pipeline puts after the title of the intro and of each chapter;
+#: ``infonce-book pdf`` (:func:`infonce_book.pipeline.pdf.activate_pdf_links`) turns it into a link
+#: to the page's PDF once that exists. ``{name}``: the PDF's file name.
+PDF_PLACEHOLDER = '<p class="infonce-pdf" data-pdf="{name}" hidden></p>'
+BOOK_PDF = "book.pdf"
+
+
+def _inject_config(site: Path, commit: str, *, edition: str = "web") -> None:
+    """Adjust the assembled site's ``_config.yml``: the book's version (from the package) and commit
+    in the footer of every page; no launch buttons and no repository address while
+    ``repository.placeholder`` is set (:func:`~infonce_book.pipeline.citation.repository_is_placeholder`);
+    for the student edition, sphinx-exercise's ``hide_solutions`` and a banner saying so."""
     path = site / "_config.yml"
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     html = config.setdefault("html", {})
     extra = html.get("extra_footer", "")
     html["extra_footer"] = footer_html(str(config.get("title", "")), commit) + (extra or "")
+    if repository_is_placeholder(config):
+        # No public repository yet: launch buttons and repository links would point nowhere.
+        config.pop("launch_buttons", None)
+        config.pop("repository", None)
+        for key in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
+            html[key] = False
+    if edition == "students":
+        sphinx_config = config.setdefault("sphinx", {}).setdefault("config", {})
+        sphinx_config["hide_solutions"] = True
+        html["announcement"] = ("Student edition: the solutions to the exercises are not included "
+                                "(the full edition has them).")
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
 
 
+def _insert_pdf_placeholder_md(page: Path, name: str) -> None:
+    """Put :data:`PDF_PLACEHOLDER` after the ``# `` title of a MyST page (outside code fences)."""
+    lines = page.read_text(encoding="utf-8").splitlines(keepends=True)
+    fence = None
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if fence is None and stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        elif fence is not None and stripped.startswith(fence):
+            fence = None
+        elif fence is None and line.startswith("# "):
+            lines.insert(i + 1, "\n" + PDF_PLACEHOLDER.format(name=name) + "\n")
+            page.write_text("".join(lines), encoding="utf-8")
+            return
+    raise ValueError(f"{page} has no '# ' title to put the PDF link after")
+
+
+def site_dir(build_dir: Path, edition: str = "web") -> Path:
+    """Where :func:`build` assembles the Jupyter Book source of an edition."""
+    return Path(build_dir) / ("site" if edition == "web" else f"site-{edition}")
+
+
+def html_dir(build_dir: Path, edition: str = "web") -> Path:
+    """Where :func:`build` puts the rendered book: ``<build>/html`` (the Pages workflow uploads it)
+    or ``<build>/html-students`` for the student edition."""
+    return Path(build_dir) / ("html" if edition == "web" else f"html-{edition}")
+
+
 def _assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", device: str = "auto",
-                   seed: int = 0) -> Path:
+                   seed: int = 0, edition: str = "web") -> Path:
     """Copy the book's sources to ``<build>/site`` with executed notebooks for the chapters.
 
     The assembled site also gets what readers need and no chapter has to write: a "Rerun this
     chapter" box after each executed chapter's title cell (with the chapter's jupytext source
-    for download under ``book/_md/``), the generated sections of the back matter (the
-    ``<!-- infonce-book: NAME -->`` markers: ``bibtex``, ``reproducibility``), the benchmark
-    results of ``benchmarks/results/``, and the book's version and commit in the page footer.
-    Executed pages of the back matter (the robustness page) get no rerun box: they are not
-    chapters.
+    for download under ``book/_md/``), a hidden link to the PDF of each chapter and, on the intro,
+    of the book (shown once ``infonce-book pdf`` has made them), the generated sections of the back
+    matter (the ``<!-- infonce-book: NAME -->`` markers: ``bibtex``, ``reproducibility``), the
+    benchmark results of ``benchmarks/results/``, and the book's version and commit in the page
+    footer. Executed pages of the back matter (the robustness page) get no rerun box: they are not
+    chapters. The student edition (``edition="students"``, in ``<build>/site-students``) has every
+    solution removed from every page and download (:mod:`infonce_book.pipeline.editions`).
     """
     import nbformat  # see run_chapter
 
-    site = build_dir / "site"
+    if edition not in EDITIONS:
+        raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
+    site = site_dir(build_dir, edition)
     if site.exists():
         for p in site.iterdir():
             if p.name != "_build":
@@ -336,6 +429,7 @@ def _assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", de
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
     commit = git_commit(root)
     timings = load_timings(build_dir)
+    recorded = load_recorded(root)
     not_chapters = back_matter(root)
     for stem, src in exec_chapters.items():
         rel = src.relative_to(root)
@@ -346,8 +440,13 @@ def _assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", de
             md_copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, md_copy)
             _insert_after_title(nb, rerun_box(stem, src, load_run_info(build_dir, stem), timings,
-                                              f"_md/{rel.name}", __version__, commit), tag="rerun-box")
+                                              f"_md/{rel.name}", __version__, commit, recorded=recorded),
+                                tag="rerun-box")
+            _insert_after_title(nb, PDF_PLACEHOLDER.format(name=f"{stem}.pdf"), tag="pdf-link")
         nbformat.write(nb, (site / rel).with_suffix(".ipynb"))
+    intro = site / f"{toc_files(root)[0]}.md"
+    if intro.is_file():
+        _insert_pdf_placeholder_md(intro, BOOK_PDF)
     results = root / "benchmarks" / "results"
     if results.is_dir():
         shutil.copytree(results, site / "benchmarks" / "results", dirs_exist_ok=True)
@@ -355,31 +454,41 @@ def _assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", de
         "bibtex": lambda: cite_markdown(root, commit),
         "reproducibility": lambda: appendix_markdown(root, build_dir, exec_chapters, profile=profile,
                                                      device=device, seed=seed, commit=commit),
+        "reading-path": lambda: reading_path_markdown(
+            {stem: src for stem, src in exec_chapters.items()
+             if str(src.relative_to(root).with_suffix("")) not in not_chapters}),
     }
     assert set(generators) == set(GENERATED_SECTIONS)
     _fill_markers(site, generators)
-    _inject_config(site, commit)
+    _inject_config(site, commit, edition=edition)
+    if edition == "students":
+        strip_solutions_site(site)
     return site
 
 
 def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, build_dir: Path | None = None,
-          force: bool = False, root: Path | None = None, log=print) -> Path:
+          force: bool = False, root: Path | None = None, edition: str = "web", log=print) -> Path:
     """Execute every chapter (skipping unchanged ones), then build the HTML book.
 
-    Returns the path of ``<build>/html/index.html``. Raises :class:`ChapterError` when a chapter
+    ``edition="students"`` builds the student edition (no solutions) into ``<build>/html-students``
+    from the same executed chapters.
+
+    Returns the path of the edition's ``index.html``. Raises :class:`ChapterError` when a chapter
     fails, ``RuntimeError`` when ``jupyter-book build`` reports an error or a warning.
     """
     root = (root or project_root()).resolve()
     build_dir = Path(build_dir or root / "_build").resolve()
     check_profile(profile)
     resolve_device(device)
+    if edition not in EDITIONS:
+        raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
     results = []
     names = list(chapters(root))
     for stem in tqdm(names, desc="chapters", unit="chapter", disable=not sys.stderr.isatty()):
         results.append(run_chapter(stem, profile=profile, device=device, seed=seed, build_dir=build_dir,
                                    force=force, root=root, log=log))
-    site = _assemble_site(root, build_dir, profile=profile, device=device, seed=seed)
-    log("[book] jupyter-book build (execution off, -n -W --keep-going)")
+    site = _assemble_site(root, build_dir, profile=profile, device=device, seed=seed, edition=edition)
+    log(f"[book] jupyter-book build of the {edition} edition (execution off, -n -W --keep-going)")
     jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or shutil.which("jupyter-book")
     if jb is None:
         raise RuntimeError(f"jupyter-book was not found (neither next to {sys.executable} nor on PATH); the "
@@ -387,13 +496,14 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
                            f"with `make install` (or pip install -e .) and rerun")
     cmd = [jb, "build", str(site), "--builder", "html", "-n", "-W", "--keep-going"]
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
-    (build_dir / "jupyter-book.log").write_text(proc.stdout + proc.stderr)
+    log_name = "jupyter-book.log" if edition == "web" else f"jupyter-book-{edition}.log"
+    (build_dir / log_name).write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-40:])
         raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}); see "
-                           f"{build_dir / 'jupyter-book.log'}\n{tail}")
-    html = html_dir(build_dir)
-    tmp_html = build_dir / "html.new"
+                           f"{build_dir / log_name}\n{tail}")
+    html = html_dir(build_dir, edition)
+    tmp_html = html.with_name(html.name + ".new")
     shutil.rmtree(tmp_html, ignore_errors=True)
     shutil.copytree(site / "_build" / "html", tmp_html)
     shutil.rmtree(html, ignore_errors=True)
@@ -402,3 +512,34 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
         log(f"  {r.chapter:<20} {r.status:<8} {r.seconds:7.1f} s")
     log(f"[book] {html / 'index.html'}")
     return html / "index.html"
+
+
+def record_timings(root: Path | None = None, *, profiles=("smoke", "standard"), names: list[str] | None = None,
+                   log=print) -> dict:
+    """Execute every chapter at each profile on the CPU (forced, in a fresh build folder, so with an
+    empty experiment cache), write :data:`~infonce_book.pipeline.timings.TIMES_FILE` and the README
+    table (see :mod:`infonce_book.pipeline.timings`); returns what was written."""
+    import torch  # heavy: only the recording needs it
+
+    root = (root or project_root()).resolve()
+    names = names or list(chapters(root))
+    out = load_recorded(root)
+    out.update({
+        "machine": {"cpu": cpu_model(), "cores": available_cores(), "python": platform.python_version(),
+                    "torch": torch.__version__},
+        "threads": kernel_thread_env(),
+        "command": "infonce-book timings record",
+    })
+    with tempfile.TemporaryDirectory(prefix="infonce-times-") as tmp:
+        for profile in profiles:
+            before, seconds = load_average(), {}
+            for stem in names:
+                res = run_chapter(stem, profile=profile, device="cpu", seed=0, force=True, root=root,
+                                  build_dir=Path(tmp) / profile, log=log)
+                seconds[stem] = round(res.seconds, 1)
+            out.setdefault("profiles", {})[profile] = {
+                "recorded": time.strftime("%Y-%m-%d"), "commit": git_commit(root),
+                "load_average": {"before": before, "after": load_average()}, "seconds": seconds}
+    atomic_write_text(root / TIMES_FILE, json.dumps(out, indent=2) + "\n")
+    update_readme(root, list(chapters(root)))
+    return out

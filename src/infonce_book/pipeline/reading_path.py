@@ -1,0 +1,131 @@
+"""The reading path: which chapter uses which, read from the chapters' own cross-references.
+
+A chapter *uses* another when its page refers to it: ``{doc}`` to the page, or ``{prf:ref}``,
+``{eq}``, ``{numref}``, ``{ref}`` to one of its labels (labels carry the chapter's prefix,
+``c4-thm-lipschitz``; see README "Layout"). The pipeline puts :func:`reading_path_markdown` into
+the page holding ``<!-- infonce-book: reading-path -->`` (the intro): a table of the direct uses
+and a small diagram (an inline SVG drawn here, no external tool) of the uses that are not implied
+by others (the transitive reduction), chapters in columns by how long a chain leads to them. As
+the chapters change, the diagram follows at the next build.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+from pathlib import Path
+
+_ROLE = re.compile(r"\{(doc|prf:ref|eq|numref|ref)\}`([^`]*)`")
+
+
+def _target(text: str) -> str:
+    """The target of a role's content: ``Title <target>`` or ``target``."""
+    m = re.search(r"<([^>]+)>\s*$", text)
+    return (m.group(1) if m else text).strip().lstrip("/")
+
+
+def chapter_uses(pages: dict[str, Path]) -> dict[str, list[str]]:
+    """``{chapter: [chapters it refers to]}`` for the chapter pages ``{stem: path}`` (stems
+    ``c<N>_<topic>``, in book order); a chapter's references to itself are not counted."""
+    prefix = {stem.split("_", 1)[0]: stem for stem in pages}  # "c4" -> "c4_continuity"
+    uses = {}
+    for stem, path in pages.items():
+        found = set()
+        for role, content in _ROLE.findall(path.read_text(encoding="utf-8")):
+            target = _target(content)
+            if role == "doc":
+                name = Path(target).name
+                if name in pages:
+                    found.add(name)
+            else:
+                head = target.split("-", 1)[0]
+                if head in prefix:
+                    found.add(prefix[head])
+        found.discard(stem)
+        uses[stem] = [s for s in pages if s in found]
+    return uses
+
+
+def _reduce(uses: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Transitive reduction: drop a use that a chain of other uses already implies."""
+    def reachable(a, skip_edge):
+        seen, stack = set(), [b for b in uses[a] if (a, b) != skip_edge]
+        while stack:
+            b = stack.pop()
+            if b not in seen:
+                seen.add(b)
+                stack.extend(uses.get(b, []))
+        return seen
+
+    return {a: [b for b in bs if b not in reachable(a, (a, b))] for a, bs in uses.items()}
+
+
+def _levels(uses: dict[str, list[str]]) -> dict[str, int]:
+    """Column of each chapter: at least the length of the longest chain of uses leading to it,
+    and just left of the first chapter that uses it."""
+    level: dict[str, int] = {}
+
+    def depth(a, path=()):
+        if a in path:
+            raise ValueError(f"the chapters refer to each other in a cycle: {' -> '.join((*path, a))}")
+        if a not in level:
+            level[a] = 1 + max((depth(b, (*path, a)) for b in uses[a]), default=-1)
+        return level[a]
+
+    for a in uses:
+        depth(a)
+    # then as late as possible: a chapter sits just left of its first user (short arrows)
+    for a in sorted(uses, key=lambda s: -level[s]):
+        users = [u for u, used in uses.items() if a in used]
+        if users:
+            level[a] = max(level[a], min(level[u] for u in users) - 1)
+    return level
+
+
+def diagram_svg(uses: dict[str, list[str]], numbers: dict[str, int]) -> str:
+    """An inline SVG: one box per chapter ("4 continuity"), an arrow from a chapter to each
+    chapter that uses it (transitive reduction), columns by :func:`_levels`."""
+    reduced = _reduce(uses)
+    level = _levels(uses)
+    cols: dict[int, list[str]] = {}
+    for stem in uses:
+        cols.setdefault(level[stem], []).append(stem)
+    w, h, gx, gy, pad = 132, 34, 56, 18, 8
+    pos = {stem: (pad + c * (w + gx), pad + r * (h + gy)) for c, stems in cols.items()
+           for r, stem in enumerate(stems)}
+    width = pad * 2 + (max(cols) + 1) * w + max(cols) * gx
+    height = pad * 2 + max(len(s) for s in cols.values()) * (h + gy) - gy
+    parts = [f'<svg class="infonce-reading-path" xmlns="http://www.w3.org/2000/svg" role="img" '
+             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+             f'style="max-width: 100%; height: auto" '
+             f'aria-label="Which chapters use which">',
+             '<defs><marker id="infonce-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+             'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
+             'fill="#555"/></marker></defs>']
+    for a, bs in reduced.items():
+        for b in bs:  # a uses b: the arrow goes from b (read first) to a
+            (x1, y1), (x2, y2) = pos[b], pos[a]
+            parts.append(f'<line x1="{x1 + w}" y1="{y1 + h / 2}" x2="{x2}" y2="{y2 + h / 2}" stroke="#555" '
+                         f'stroke-width="1.3" marker-end="url(#infonce-arrow)"/>')
+    for stem, (x, y) in pos.items():
+        label = f"{numbers[stem]} {stem.split('_', 1)[1]}" if "_" in stem else stem
+        # (no <a> inside the SVG: the table below links every chapter)
+        parts.append(f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="6" fill="#eef3fb" '
+                     f'stroke="#3b6db3"/><text x="{x + w / 2}" y="{y + h / 2 + 5}" text-anchor="middle" '
+                     f'font-family="sans-serif" font-size="14" fill="#1a1a1a">{escape(label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def reading_path_markdown(pages: dict[str, Path]) -> str:
+    """The generated reading path (MyST): the diagram and a table of direct uses."""
+    uses = chapter_uses(pages)
+    numbers = {stem: i for i, stem in enumerate(pages, start=1)}
+    rows = []
+    for stem, used in uses.items():
+        after = ", ".join(f"{numbers[u]} ({{doc}}`{u}`)" for u in used) or "only the {doc}`notation`"
+        rows.append(f"| {numbers[stem]} | {{doc}}`{stem}` | {after} |")
+    return ("<figure class=\"infonce-reading-path\">\n" + diagram_svg(uses, numbers) + "\n</figure>\n\n"
+            "An arrow from one chapter to another: the second uses results of the first (read from "
+            "the chapters' cross-references at every build).\n\n"
+            "| chapter | page | uses results of chapters |\n|---|---|---|\n" + "\n".join(rows) + "\n")

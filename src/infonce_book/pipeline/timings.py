@@ -1,0 +1,115 @@
+"""Recorded chapter times: one file that the README's table and every page's rerun box both read.
+
+``infonce-book timings record`` (:func:`infonce_book.pipeline.run.record_timings`) executes every chapter (``--force``, into a fresh build folder, so
+with an empty experiment cache) at the smoke and the standard profile on the CPU, one after the
+other, and writes :data:`TIMES_FILE` (``benchmarks/results/cpu/chapter_times.json``): the seconds
+per chapter and profile, the machine (CPU model, cores), the thread settings the kernels ran
+with, the load average before and after (other processes on the machine slow chapters down) and
+the commit. It then rewrites the README's table between the markers
+``<!-- infonce-book: chapter-times -->`` and ``<!-- /infonce-book: chapter-times -->``
+(:func:`update_readme`; ``infonce-book timings readme`` does only that). The rerun box of each
+page (:func:`infonce_book.pipeline.reproducibility.rerun_box`) quotes the same file, next to the
+time of the run the page shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+from pathlib import Path
+
+TIMES_FILE = Path("benchmarks") / "results" / "cpu" / "chapter_times.json"
+RECORDED_PROFILES = ("smoke", "standard")
+README_START = "<!-- infonce-book: chapter-times -->"
+README_END = "<!-- /infonce-book: chapter-times -->"
+
+
+def load_recorded(root: Path) -> dict:
+    """The recorded times (:data:`TIMES_FILE` under ``root``), or ``{}`` if there are none."""
+    path = Path(root) / TIMES_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def fmt_seconds(s: float | None) -> str:
+    """``42 s`` below two minutes, else ``3.5 min``; an em dash when not measured."""
+    if s is None:
+        return "\u2014"
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+def seconds_of(recorded: dict, profile: str, chapter: str) -> float | None:
+    """The recorded seconds of ``chapter`` at ``profile`` (``None`` if not recorded)."""
+    return recorded.get("profiles", {}).get(profile, {}).get("seconds", {}).get(chapter)
+
+
+def conditions(recorded: dict) -> str:
+    """Where, when and under which load the times were recorded (one sentence per profile)."""
+    m = recorded.get("machine", {})
+    out = [f"{m.get('cpu', 'unknown CPU')}, {m.get('cores', '?')} cores, Python {m.get('python', '?')}, "
+           f"torch {m.get('torch', '?')}, kernel threads {recorded.get('threads', {}).get('OMP_NUM_THREADS', '?')} "
+           f"(wait policy {recorded.get('threads', {}).get('OMP_WAIT_POLICY', '?')})"]
+    for p in RECORDED_PROFILES:
+        rec = recorded.get("profiles", {}).get(p)
+        if not rec:
+            continue
+        load = rec.get("load_average", {})
+        out.append(f"`{p}` recorded {rec.get('recorded', '?')} at commit `{rec.get('commit', '?')}`, "
+                   f"1-minute load average {load.get('before', '?')} before and {load.get('after', '?')} after")
+    return "; ".join(out)
+
+
+def readme_table(recorded: dict, chapters: list[str]) -> str:
+    """The README's table of chapter times (markdown), from the recorded file."""
+    head = "| chapter | " + " | ".join(f"`{p}`" for p in RECORDED_PROFILES) + " |"
+    lines = [head, "|---|" + "---|" * len(RECORDED_PROFILES)]
+    for stem in chapters:
+        lines.append(f"| `{stem}` | " + " | ".join(fmt_seconds(seconds_of(recorded, p, stem))
+                                                  for p in RECORDED_PROFILES) + " |")
+    totals = []
+    for p in RECORDED_PROFILES:
+        vals = [seconds_of(recorded, p, stem) for stem in chapters]
+        totals.append(fmt_seconds(sum(vals)) if vals and None not in vals else "\u2014")
+    lines.append("| all chapters | " + " | ".join(totals) + " |")
+    return ("\n".join(lines) + f"\n\nMeasured by `infonce-book timings record` ({TIMES_FILE.as_posix()}): "
+            f"{conditions(recorded)}. A load average above the number of cores means other processes "
+            f"shared the CPU.")
+
+
+def readme_block(recorded: dict, chapters: list[str]) -> str:
+    return f"{README_START}\n{readme_table(recorded, chapters)}\n{README_END}"
+
+
+def update_readme(root: Path, chapters: list[str]) -> bool:
+    """Rewrite the README's table between the markers from :data:`TIMES_FILE`; True if changed.
+
+    Raises:
+        ValueError: the README lacks the markers.
+    """
+    path = Path(root) / "README.md"
+    text = path.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(README_START) + r".*?" + re.escape(README_END), flags=re.S)
+    if not pattern.search(text):
+        raise ValueError(f"README.md lacks the markers {README_START} ... {README_END}")
+    new = pattern.sub(lambda m: readme_block(load_recorded(root), chapters), text)
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None

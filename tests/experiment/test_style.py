@@ -1,0 +1,76 @@
+"""Glueing from chapter cells: glue_all glues a dict in one call (plain values only) and
+glue_figure shows the figure in an interactive kernel but not under the pipeline."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from infonce_book.experiment import style
+from infonce_book.experiment.paths import PIPELINE_ENV
+
+
+@pytest.fixture
+def glued(monkeypatch):
+    calls = []
+    monkeypatch.setattr(style, "glue", lambda name, value, display=True: calls.append((name, value, display)))
+    return calls
+
+
+def test_glue_all_glues_every_entry_hidden_under_the_prefix(glued):
+    out = style.glue_all("c9_", {"slope": -1.0, "k_max": 1024, "model": "vMF", "ok": True})
+    assert glued == [("c9_slope", -1.0, False), ("c9_k_max", 1024, False), ("c9_model", "vMF", False),
+                     ("c9_ok", True, False)]
+    assert out == {"c9_slope": -1.0, "c9_k_max": 1024, "c9_model": "vMF", "c9_ok": True}
+
+
+def test_glue_all_unwraps_numpy_scalars_to_equal_python_values(glued):
+    # myst-nb cannot apply a format spec to a NumPy scalar (myst-nb #615): glue_all passes the
+    # plain Python value, equal to the NumPy one.
+    style.glue_all("", {"x": np.float64(0.25), "n": np.int64(7), "b": np.bool_(False)})
+    assert [(n, v, type(v)) for n, v, _ in glued] == [("x", 0.25, float), ("n", 7, int), ("b", False, bool)]
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"arr": np.arange(3)}, "the value of 'arr' must be a plain int, float, bool or str"),
+    ({"xs": [1.0, 2.0]}, "the value of 'xs' must be a plain"),
+    ({"none": None}, "the value of 'none' must be a plain"),
+    ({3: 1.0}, "every key must be a str"),
+])
+def test_glue_all_refuses_values_it_cannot_glue_naming_the_key(glued, values, message):
+    with pytest.raises(TypeError, match=message):
+        style.glue_all("c9_", values)
+    assert glued == []  # nothing is glued when one entry is bad
+
+
+def test_glue_all_refuses_a_non_mapping_and_a_non_string_prefix(glued):
+    with pytest.raises(TypeError, match="values must be a dict"):
+        style.glue_all("c9_", [("a", 1.0)])
+    with pytest.raises(TypeError, match="prefix must be a str"):
+        style.glue_all(None, {"a": 1.0})
+
+
+class _FakeShell:
+    pass
+
+
+@pytest.mark.parametrize("pipeline, shown", [(False, True), (True, False)])
+def test_glue_figure_displays_interactively_but_not_under_the_pipeline(glued, monkeypatch, pipeline, shown):
+    displayed = []
+    monkeypatch.setattr(style, "get_ipython", lambda: _FakeShell())
+    monkeypatch.setattr(style, "set_matplotlib_formats", lambda *a: None)
+    if pipeline:
+        monkeypatch.setenv(PIPELINE_ENV, "1")
+    else:
+        monkeypatch.delenv(PIPELINE_ENV, raising=False)
+    displayed_meta = []
+    monkeypatch.setattr(style, "display", lambda obj, metadata=None: (displayed.append(obj),
+                                                                      displayed_meta.append(metadata)))
+    fig, ax = plt.subplots()
+    ax.set_title(r"$\kappa=4$")
+    fig.suptitle("vMF")
+    style.glue_figure("c9-fig", fig)
+    assert (displayed == [fig]) is shown
+    if shown:  # the titles travel with the displayed PNG, which cannot show them to a test
+        assert displayed_meta == [{"infonce_book": {"figure": "c9-fig", "titles": ["vMF", r"$\kappa=4$"]}}]
+    assert glued == [("c9-fig", fig, False)]  # glued hidden either way: {glue:figure} places it
+    assert not plt.fignum_exists(fig.number)  # closed: the inline backend does not show it again
