@@ -948,9 +948,11 @@ def sysconfig_purelib() -> str:
     return sysconfig.get_paths()["purelib"]
 
 
-def check_bundle(out: Path, chapters: list[str], *, runner: str = "papermill", peer: bool = True) -> list[str]:
+def check_bundle(out: Path, chapters: list[str], *, runner: str = "papermill", peer: bool = True,
+                 no_claims: frozenset[str] = frozenset()) -> list[str]:
     """What a rehearsal's bundle lacks (an empty list when it is complete); ``peer``: whether the
-    benchmark's peer library was carried."""
+    benchmark's peer library was carried; ``no_claims``: executed pages that record no claims (the
+    back matter, e.g. the robustness page), which need no ledger records."""
     problems = []
     names = sorted(p.name for p in Path(out).iterdir() if p.is_file() and p.name in BUNDLE)
     if len(names) > 8:
@@ -976,7 +978,7 @@ def check_bundle(out: Path, chapters: list[str], *, runner: str = "papermill", p
             problems.append(f"chapter {chapter}: {c}")
     with_records = {r["chapter"] for r in ledger}
     for chapter in chapters:
-        if chapter not in with_records:
+        if chapter not in with_records and chapter not in no_claims:
             problems.append(f"no ledger records of {chapter}")
     mods = env.get("probe", {}).get("modules", {})
     for mod in ("papermill", "jupytext", "nbformat", "nbclient", "ipykernel", "myst_nb.ext.glue") + (
@@ -1040,12 +1042,14 @@ def cmd_rehearse(args) -> int:
         if getattr(args, opt):
             cmd += [f"--{opt}", getattr(args, opt)]
     rc = subprocess.run(cmd, env=env, cwd=ROOT).returncode
-    chapters = (args.chapters.split(",") if args.chapters else
-                [line.split("\t")[0] for line in subprocess.run(
-                    [sys.executable, "-m", "infonce_book", "chapters"], cwd=ROOT, capture_output=True, text=True,
-                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")}).stdout.splitlines() if line.strip()])
+    listing = [line.split("\t") for line in subprocess.run(
+        [sys.executable, "-m", "infonce_book", "chapters"], cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")}).stdout.splitlines() if line.strip()]
+    chapters = args.chapters.split(",") if args.chapters else [row[0] for row in listing]
+    no_claims = frozenset(row[0] for row in listing if row[-1] == "back matter")
     if not args.stages:
-        problems += check_bundle(out, chapters, peer=any(_canon(n) == "info-nce-pytorch" for n, _ in carried))
+        problems += check_bundle(out, chapters, peer=any(_canon(n) == "info-nce-pytorch" for n, _ in carried),
+                                 no_claims=no_claims)
     if rc:
         problems.append(f"the run exited {rc}")
     for p in problems:

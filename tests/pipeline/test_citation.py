@@ -126,3 +126,17 @@ def test_a_real_repository_url_turns_the_urls_of_the_entries_on(tmp_path):
     assert "howpublished = {\\url{https://example.org/someone/fork}}" in bib
     assert re.search(r"url += \{https://example\.org/someone/fork/blob/trunk/book/c1_rate\.md\}", bib)
     assert citation.NOT_PUBLISHED not in bib
+
+
+def test_the_bibliography_parses_and_holds_every_key_the_pages_cite():
+    """book/references.bib parses with pybtex (what sphinxcontrib-bibtex reads; a missing ``}``
+    once stopped the whole build), and every key of a ``{cite}`` role on a page is in it."""
+    from pybtex.database import parse_file
+
+    entries = parse_file(str(ROOT / "book" / "references.bib")).entries
+    cited = set()
+    for page in (ROOT / "book").glob("*.md"):
+        for keys in re.findall(r"\{cite(?::[a-z]+)?\}`([^`]+)`", page.read_text()):
+            cited |= {k.strip() for k in keys.split(",")}
+    assert len(cited) > 20
+    assert cited - set(entries) == set()

@@ -62,7 +62,8 @@ def test_rehearsal_of_the_offline_gpu_check_passes_with_no_registry(tmp_path):
     assert all(c["runner"] == "papermill" and c["status"] == "passed" for c in timings["chapters"])
     assert set(timings["notebook_seconds"]["smoke"]) == set(chapters)
     ledger = json.loads((out / "ledger.json").read_text())
-    assert {r["chapter"] for r in ledger} == set(chapters)
+    claims = [c for c in chapters if f"book/{c}" not in pipeline.back_matter(ROOT)]  # the robustness page records none
+    assert {r["chapter"] for r in ledger} == set(claims) and "robustness" in set(chapters) - set(claims)
     assert {r["profile"] for r in ledger} == {"smoke"} and {r["device"] for r in ledger} == {"cpu"}
     env_json = json.loads((out / "environment.json").read_text())
     mods = env_json["probe"]["modules"]
@@ -216,7 +217,10 @@ def test_python_dash_m_infonce_book_is_the_cli():
     proc = subprocess.run([sys.executable, "-m", "infonce_book", "chapters"], capture_output=True, text=True,
                           cwd=ROOT, env={**os.environ, "INFONCE_BOOK_ROOT": str(ROOT)})
     assert proc.returncode == 0
-    assert [line.split("\t")[0] for line in proc.stdout.splitlines()] == list(pipeline.chapters(ROOT))
+    rows = [line.split("\t") for line in proc.stdout.splitlines()]
+    assert [row[0] for row in rows] == list(pipeline.chapters(ROOT))
+    assert {row[0] for row in rows if row[2] == "back matter"} == {"robustness"}
+    assert all(row[2] in ("chapter", "back matter") for row in rows)
 
 
 def test_wheels_rebuilt_from_an_installed_distribution_hold_its_files_and_a_valid_record(tmp_path):

@@ -71,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     lg = sub.add_parser("ledger", help="print the claims ledger of the last build")
     lg.add_argument("--format", choices=("json", "table"), default="table")
     lg.add_argument("--build-dir", type=Path, default=None)
-    sub.add_parser("chapters", help="list the executable chapters")
+    sub.add_parser("chapters", help="list the executed pages: name, file, and whether it is a chapter or back matter "
+                   "(back matter records no claims)")
     return p
 
 
@@ -109,8 +110,11 @@ def _main(argv=None) -> int:
         return 2
     try:
         if args.command == "chapters":
+            not_chapters = pipeline.back_matter(root)
             for name, path in pipeline.chapters(root).items():
-                print(f"{name}\t{path.relative_to(root)}")
+                rel = path.relative_to(root)
+                kind = "back matter" if str(rel.with_suffix("")) in not_chapters else "chapter"
+                print(f"{name}\t{rel}\t{kind}")
             return 0
         if args.command == "ledger":
             build_dir = (args.build_dir or root / "_build").resolve()
