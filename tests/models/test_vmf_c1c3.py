@@ -27,9 +27,9 @@ def test_search_bias_constants_against_mpmath_on_s2():
     i_s = mp.coth(kap) - 1 / kap
     var_m, var_ms, cov = R - 1, em2s2 - i_s**2, em2s - R * i_s
     b_s = min(mp.sqrt(2 * var_m * (var_ms + var_m)), abs(cov) + (1 + abs(i_s)) * var_m)
-    u1_nu = _z3(kap + beta) * _z3(beta) / _z3(kap)
+    u1_zeta = _z3(kap + beta) * _z3(beta) / _z3(kap)
     c = VonMisesFisher(3, 4.0).search_bias_constants(0.5)
-    assert c["model"] == pytest.approx(float(beta * b_s + u1_nu), rel=1e-10)
+    assert c["model"] == pytest.approx(float(beta * b_s + u1_zeta), rel=1e-10)
     assert c["uniform"] == pytest.approx(float(beta * (2 * R - 1.5) + mp.e ** (2 * beta)), rel=1e-12)
     assert c["cov_M"] == pytest.approx(float(cov), rel=1e-10)
     m_min = mp.e ** (-kap) / _z3(kap)
@@ -87,7 +87,7 @@ def test_fourth_order_coefficients_against_mpmath_moments():
     vals = {symbolic.u1: 0, symbolic.u2: 0, symbolic.u3: 0, symbolic.u4: 0}
     for j in range(1, 5):
         vals[getattr(symbolic, f"u{j}")] = _z3(kap + j * beta) / (_z3(kap) * mu**j)
-    for r, sym in ((2, symbolic.m2), (3, symbolic.m3), (4, symbolic.m4), (5, symbolic.m5)):
+    for r, sym in ((2, symbolic.v2), (3, symbolic.v3), (4, symbolic.v4), (5, symbolic.v5)):
         vals[sym] = mp.fsum(mp.binomial(r, i) * ev[i] * (-1) ** (r - i) for i in range(r + 1))
     c3_book, c4_book = symbolic.third_order_formulas()
     c = VonMisesFisher(3, 4.0).bias_coefficients(0.5, order=4)
@@ -120,7 +120,7 @@ def test_decoupled_minimiser_is_the_argmin_of_the_exact_decoupled_risk():
     res = optimize.minimize_scalar(lambda t: model.exact_centred_risk(16, t, "decoupled"), bounds=(0.05, 0.5),
                                    method="bounded", options={"xatol": 1e-10})
     assert model.decoupled_risk_minimiser(16) == pytest.approx(res.x, abs=1e-6)
-    # C = m2'(kappa)/(2 A'(kappa)) from sympy's closed form on S^2
+    # C = v2'(kappa)/(2 A'(kappa)) from sympy's closed form on S^2
     C, _, _ = symbolic.vmf3_decoupled_rate_constant()
     assert model.decoupled_rate_constant() == pytest.approx(float(C.subs(symbolic.kappa, 4)), rel=1e-12)
     with pytest.raises(ValueError, match="no minimiser"):

@@ -268,7 +268,7 @@ def test_closed_forms_stay_finite_at_large_kappa_and_small_tau(dim):
         mom = m.normalised_weight_moments(tau)
         assert all(math.isfinite(v) for v in mom.values())
         # E V^2 = Z(2 beta)/Z(beta)^2 -> beta for large beta on S^2 (1 + 1/(2 beta) corrections):
-        assert mom["m2"] + 1 == pytest.approx(beta * (1 - math.exp(-4 * beta)) / (1 - math.exp(-2 * beta)) ** 2,
+        assert mom["v2"] + 1 == pytest.approx(beta * (1 - math.exp(-4 * beta)) / (1 - math.exp(-2 * beta)) ** 2,
                                               rel=1e-9)
         c1, c2 = m.bias_coefficients(tau)
         assert math.isfinite(c1) and math.isfinite(c2)

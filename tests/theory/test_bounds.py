@@ -20,7 +20,7 @@ def test_bounds_contain_the_exact_bias_on_the_vmf_model(dim, kappa, tau, variant
     ks = np.array([1, 2, 5, 30, 1000, 10**5])
     exact = exact_bias(m, ks, tau, variant)
     mom = m.weight_moments(tau)
-    lo, up = bias_bounds(ks, u1=mom["u1"], u2=mom["u2"], m2=mom["m2"], a=math.exp(-1 / tau) / mom["mu"],
+    lo, up = bias_bounds(ks, u1=mom["u1"], u2=mom["u2"], v2=mom["v2"], a=math.exp(-1 / tau) / mom["mu"],
                          variant=variant)
     assert np.all(lo <= exact + 1e-13) and np.all(exact <= up + 1e-13)
     assert np.all(np.abs(exact) * ks <= uniform_bias_constant(tau))
@@ -55,8 +55,8 @@ def test_bounds_hold_for_any_finite_model(n, k, tau, seed, variant):
     p_neg, p_pos = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n))
     val, w, wp, mu = exact_finite_bias(s_neg, p_neg, s_pos, p_pos, tau, k, variant)
     u1, u2 = p_pos @ wp / mu, p_pos @ wp**2 / mu**2
-    m2 = p_neg @ (w / mu - 1) ** 2
-    lo, up = bias_bounds(k, u1=u1, u2=u2, m2=m2, a=math.exp(-1 / tau) / mu, variant=variant)
+    v2 = p_neg @ (w / mu - 1) ** 2
+    lo, up = bias_bounds(k, u1=u1, u2=u2, v2=v2, a=math.exp(-1 / tau) / mu, variant=variant)
     assert lo[0] - 1e-12 <= val <= up[0] + 1e-12
     assert abs(val) * k <= uniform_bias_constant(tau) * (1 + 1e-12)
 
@@ -74,8 +74,8 @@ def test_uniform_constant_overflow_is_reported():
 
 def test_bound_functions_reject_bad_input():
     with pytest.raises(ValueError, match="a must be in"):
-        bias_bounds(1, u1=1.0, u2=1.0, m2=1.0, a=1.5)
+        bias_bounds(1, u1=1.0, u2=1.0, v2=1.0, a=1.5)
     with pytest.raises(ValueError, match="k"):
-        bias_bounds(0, u1=1.0, u2=1.0, m2=1.0, a=0.5)
+        bias_bounds(0, u1=1.0, u2=1.0, v2=1.0, a=0.5)
     with pytest.raises(ValueError, match="tau"):
         uniform_bias_constant(-1.0)

@@ -92,12 +92,12 @@ def _exact_log_t(s_pos_row, s_neg_row, tau, ks, standard=True):
 
 def test_plugin_moments_of_a_two_point_law_are_the_closed_forms():
     # Negatives at s in {0, 1} (probability 1/2 each), tau = 1: mu = (1 + e)/2, V in
-    # {2/(1+e), 2e/(1+e)}, so m2 = ((e-1)/(e+1))^2, m3 = 0; positive at s = 1: u1 = 2e/(1+e).
+    # {2/(1+e), 2e/(1+e)}, so v2 = ((e-1)/(e+1))^2, v3 = 0; positive at s = 1: u1 = 2e/(1+e).
     e = math.e
     m = plugin_weight_moments(torch.ones(1, 1), torch.tensor([[0.0, 1.0]]), 1.0)
     assert m["log_mu"][0] == pytest.approx(math.log((1 + e) / 2), rel=1e-12)
-    assert m["m2"][0] == pytest.approx(((e - 1) / (e + 1)) ** 2, rel=1e-12)
-    assert m["m3"][0] == pytest.approx(0.0, abs=1e-15)
+    assert m["v2"][0] == pytest.approx(((e - 1) / (e + 1)) ** 2, rel=1e-12)
+    assert m["v3"][0] == pytest.approx(0.0, abs=1e-15)
     assert m["u1"][0] == pytest.approx(2 * e / (1 + e), rel=1e-12)
     assert m["limit_risk"][0] == pytest.approx(-1.0 + math.log((1 + e) / 2), rel=1e-12)
     c1, c2 = plugin_bias_coefficients(m)

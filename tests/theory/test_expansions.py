@@ -13,7 +13,7 @@ from infonce_book.theory import symbolic
 def _mgf_moments_of_mean(k: int, N: int) -> dict:
     """E (mean of k i.i.d. centred X)^r from the k-th power of the moment generating function
     (a route without cumulants): the reference for :func:`symbolic.mean_moments`."""
-    one = [sp.Integer(1), sp.Integer(0)] + [symbolic._m(r) / sp.factorial(r) for r in range(2, N + 1)]
+    one = [sp.Integer(1), sp.Integer(0)] + [symbolic._v(r) / sp.factorial(r) for r in range(2, N + 1)]
     acc = [sp.Integer(1)] + [sp.Integer(0)] * N
     for _ in range(k):
         acc = [sp.expand(sum(acc[i] * one[n - i] for i in range(n + 1))) for n in range(N + 1)]
@@ -29,13 +29,13 @@ def test_mean_moments_from_cumulants_equal_the_mgf_route(k):
 
 
 def test_moments_of_T_minus_one_are_the_textbook_ones():
-    k, u1, u2, m2, m4 = symbolic.k, symbolic.u1, symbolic.u2, symbolic.m2, symbolic.m4
+    k, u1, u2, v2, v4 = symbolic.k, symbolic.u1, symbolic.u2, symbolic.v2, symbolic.v4
     e1, e2, a4 = symbolic.moments_of_T_minus_one("standard")
-    # E(T-1) = u1/k and E(T-1)^2 = Var + mean^2 = m2/k + (Var U + u1^2)/k^2 = m2/k + u2/k^2
-    assert sp.simplify(e1 - u1 / k) == 0 and sp.simplify(e2 - (m2 / k + u2 / k**2)) == 0
-    assert sp.simplify(a4 - (3 * m2**2 / k**2 + (m4 - 3 * m2**2) / k**3)) == 0
+    # E(T-1) = u1/k and E(T-1)^2 = Var + mean^2 = v2/k + (Var U + u1^2)/k^2 = v2/k + u2/k^2
+    assert sp.simplify(e1 - u1 / k) == 0 and sp.simplify(e2 - (v2 / k + u2 / k**2)) == 0
+    assert sp.simplify(a4 - (3 * v2**2 / k**2 + (v4 - 3 * v2**2) / k**3)) == 0
     d1, d2, _ = symbolic.moments_of_T_minus_one("decoupled")
-    assert d1 == 0 and sp.simplify(d2 - m2 / k) == 0
+    assert d1 == 0 and sp.simplify(d2 - v2 / k) == 0
 
 
 def test_log_expansion_agrees_with_bias_expansion_and_the_printed_third_order():
@@ -48,7 +48,7 @@ def test_log_expansion_agrees_with_bias_expansion_and_the_printed_third_order():
 
 def test_log_expansion_of_a_constant_weight_is_zero():
     # If V = U = 1 (all weights equal), T = 1 + 1/k and E log T = log(1 + 1/k) = sum (-1)^{n+1}/(n k^n).
-    subs = {s: 0 for s in (symbolic.m2, symbolic.m3, symbolic.m4, symbolic.m5)}
+    subs = {s: 0 for s in (symbolic.v2, symbolic.v3, symbolic.v4, symbolic.v5)}
     subs.update({symbolic.u1: 1, symbolic.u2: 1, symbolic.u3: 1, symbolic.u4: 1})
     c = [sp.expand(ci.subs(subs)) for ci in symbolic.log_expansion("standard", 4)]
     assert c == [1, sp.Rational(-1, 2), sp.Rational(1, 3), sp.Rational(-1, 4)]
@@ -60,7 +60,7 @@ def test_ntxent_expansion_without_correlation_is_infonce_and_c1_drops_by_half_ga
     g, d = symbolic.gamma_pair, symbolic.delta_pair
     assert sp.expand(c1_nt - (c1 - g / 2)) == 0
     assert sp.expand(c2_nt.subs({g: 0, d: 0}) - c2) == 0
-    assert sp.expand(symbolic.pair_block_third_moment() - (symbolic.m3 + 3 * d) / 4) == 0
+    assert sp.expand(symbolic.pair_block_third_moment() - (symbolic.v3 + 3 * d) / 4) == 0
 
 
 def test_vmf3_pair_moment_antiderivative_and_substitution():
@@ -100,11 +100,11 @@ def test_sharp_kl_bound_steps_and_the_other_c3_identities():
     assert symbolic.cone_embedding_residual() == 0 and symbolic.decoupled_derivative_residual() == 0
     C, r1, r2 = symbolic.vmf3_decoupled_rate_constant()
     assert r1 == 0 and r2 == 0
-    # C = m2'(kappa)/(2 A'(kappa)) on S^2 at kappa = 4, from the closed forms by finite differences
-    m2 = lambda x: x / math.tanh(x) - 1  # noqa: E731
+    # C = v2'(kappa)/(2 A'(kappa)) on S^2 at kappa = 4, from the closed forms by finite differences
+    v2 = lambda x: x / math.tanh(x) - 1  # noqa: E731
     dA = lambda x: 1 / x**2 - 1 / math.sinh(x) ** 2  # noqa: E731
     h = 1e-6
-    assert float(C.subs(symbolic.kappa, 4)) == pytest.approx((m2(4 + h) - m2(4 - h)) / (2 * h) / (2 * dA(4)), rel=1e-8)
+    assert float(C.subs(symbolic.kappa, 4)) == pytest.approx((v2(4 + h) - v2(4 - h)) / (2 * h) / (2 * dA(4)), rel=1e-8)
 
 
 def test_log_expansion_rejects_bad_arguments():

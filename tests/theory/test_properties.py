@@ -168,9 +168,9 @@ def test_bias_bounds_of_any_discrete_law_are_finite_ordered_and_shaped_like_k(ks
     rng = np.random.default_rng(seed)
     W, p, q = rng.uniform(0.1, 10.0, n_values), rng.dirichlet(np.ones(n_values)), rng.dirichlet(np.ones(n_values))
     mu = p @ W
-    u1, u2, m2 = q @ (W / mu), q @ (W / mu) ** 2, p @ (W / mu - 1) ** 2
+    u1, u2, v2 = q @ (W / mu), q @ (W / mu) ** 2, p @ (W / mu - 1) ** 2
     a = min(1.0, W.min() / mu)
-    lower, upper = bias_bounds(ks, u1=u1, u2=u2, m2=m2, a=a, variant=variant)
+    lower, upper = bias_bounds(ks, u1=u1, u2=u2, v2=v2, a=a, variant=variant)
     kk = np.asarray(ks, dtype=float)
     assert lower.shape == upper.shape == kk.shape
     assert np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)) and np.all(lower <= upper + 1e-12)

@@ -28,12 +28,12 @@ def test_decoupled_expansion_is_the_standard_one_without_the_positive():
 
 
 def test_expansion_matches_a_direct_computation_for_a_two_point_weight():
-    # V takes values 1 +- d with probability 1/2 (m2 = d^2, m3 = 0, m4 = d^4); no positive.
+    # V takes values 1 +- d with probability 1/2 (v2 = d^2, v3 = 0, v4 = d^4); no positive.
     # For k = 1, E log V = (log(1+d) + log(1-d))/2 = -d^2/2 - d^4/4 - ...: the k-expansion at
     # k = 1 must reproduce the d-expansion through order d^4 (c1 + c2 + c3 at k = 1).
     d = sp.Symbol("d", positive=True)
     c1, c2, c3 = symbolic.bias_expansion("decoupled", order=3)
-    subs = {symbolic.m2: d**2, symbolic.m3: 0, symbolic.m4: d**4}
+    subs = {symbolic.v2: d**2, symbolic.v3: 0, symbolic.v4: d**4}
     series_in_k = sp.expand((c1 + c2 + c3).subs(subs))
     direct = sp.series((sp.log(1 + d) + sp.log(1 - d)) / 2, d, 0, 5).removeO()
     # c1 + c2 + c3 carries every term up to d^4 except those of order k^-4 and beyond, which
@@ -65,8 +65,8 @@ def test_log_lower_bound_holds_for_t_at_least_a(a, x):
 
 def test_nonasymptotic_bounds_agree_with_the_library():
     lower, upper = symbolic.nonasymptotic_bias_bounds("standard")
-    vals = {symbolic.u1: 2.7, symbolic.u2: 8.3, symbolic.m2: 1.07, symbolic.a: 0.07, symbolic.k: 10}
-    lo, up = bounds.bias_bounds(10, u1=2.7, u2=8.3, m2=1.07, a=0.07)
+    vals = {symbolic.u1: 2.7, symbolic.u2: 8.3, symbolic.v2: 1.07, symbolic.a: 0.07, symbolic.k: 10}
+    lo, up = bounds.bias_bounds(10, u1=2.7, u2=8.3, v2=1.07, a=0.07)
     assert float(lower.subs(vals)) / 10 == pytest.approx(lo[0], rel=1e-14)
     assert float(upper.subs(vals)) / 10 >= up[0]  # log(1 + u1/k) <= u1/k
 

@@ -115,7 +115,7 @@ def bounds_table(model, tau: float, ks: list):
     mom = model.weight_moments(tau)
     a = math.exp(-beta) / mom["mu"]
     exact = np.abs(exact_bias(model, ks, tau, "standard"))
-    lower, upper = bias_bounds(ks, u1=mom["u1"], u2=mom["u2"], m2=mom["m2"], a=a)
+    lower, upper = bias_bounds(ks, u1=mom["u1"], u2=mom["u2"], v2=mom["v2"], a=a)
     ours_model = np.maximum(np.abs(lower), np.abs(upper))
     kk = np.asarray(ks, dtype=float)
     curves = {
@@ -432,7 +432,7 @@ def fig_in_batch(exact: pd.DataFrame, mc: pd.DataFrame, *, title: str = ""):
 def exercise_values(model, exercise_model, tau: float, exercise_tau: float, sign_tau: float) -> dict:
     """The numbers the exercises ask for, computed (the solutions glue them).
 
-    * higher dimension: ``c1``, ``u1``, ``m2`` for ``exercise_model`` and ``model`` at ``tau``,
+    * higher dimension: ``c1``, ``u1``, ``v2`` for ``exercise_model`` and ``model`` at ``tau``,
       and ``k (L_k - log k - L_inf)`` of ``exercise_model`` at ``k = 1e4, 1e5``;
     * third order at ``exercise_tau``: ``c3``, ``c4`` and ``k^2 (K_k - c1 - c2/k)`` at k = 128;
     * the sign exercise: ``c1`` and the exact bias at ``k = 1`` at ``sign_tau``.
@@ -441,7 +441,7 @@ def exercise_values(model, exercise_model, tau: float, exercise_tau: float, sign
     for name, m in (("hd", exercise_model), ("p", model)):
         mom = m.normalised_weight_moments(tau)
         out.update({f"{name}_c1": m.bias_coefficients(tau, order=1)[0], f"{name}_u1": mom["u1"],
-                    f"{name}_m2": mom["m2"], f"{name}_dim": int(m.dim)})
+                    f"{name}_v2": mom["v2"], f"{name}_dim": int(m.dim)})
     for k in (10**4, 10**5):
         out[f"hd_kbias_{k}"] = k * exercise_model.exact_bias(k, tau)
     c1, c2, c3, c4 = model.bias_coefficients(exercise_tau, order=4)

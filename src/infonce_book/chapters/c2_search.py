@@ -261,7 +261,7 @@ def ledger_constants(ledger, model, tau: float, exact_table: pd.DataFrame) -> di
                               "k_max": int(exact_table.k.max()), "rule": "one-sided: passed when the ratio is <= 1"})
     return {"const_model": c["model"], "const_uniform": c["uniform"], "const_model_mmin": c["model_m_min"],
             "const_uniform_mmin": c["uniform_m_min"], "R": c["R"], "cov_M": c["cov_M"], "B_S": c["B_S"],
-            "u1_nu": c["u1_nu"], "worst_kgap": worst}
+            "u1_zeta": c["u1_zeta"], "worst_kgap": worst}
 
 
 @cached
@@ -323,7 +323,7 @@ def ledger_gaussian(ledger, model, tau: float, table: pd.DataFrame, mc: pd.DataF
     """Records of the Gaussian-model section (table from :func:`gaussian_gap`, Monte Carlo from
     :func:`gaussian_gap_monte_carlo`).
 
-    * ``C2-gauss-bound-k<k>``: one-sided, ``|k (E H - L_k)| <= E_x[beta B_S + u1 nu]`` (the
+    * ``C2-gauss-bound-k<k>``: one-sided, ``|k (E H - L_k)| <= E_x[beta B_S + u1 zeta]`` (the
       model-specific constant of Theorem ``c2-thm-search``): predicted = the constant, measured =
       ``|k gap|`` +- ``k`` times the quadrature error; passed when the interval's upper end is at
       most the constant.

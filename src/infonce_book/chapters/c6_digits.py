@@ -288,7 +288,7 @@ def learned_rate(setup: DigitsSetup, state: dict, tau: float, ks_log2: int, eval
     and ``estimator``; ``kbias`` (k times it, with ``kbias_low/high``); ``c1, c1_low, c1_high``,
     ``c2`` (plug-in, means over anchors); ``diff, diff_low, diff_high`` (``kbias - c1``, paired);
     ``pos_k`` (``k (L_k - L_k^dec)``) with its interval and ``u1`` (``E u1``, its plug-in limit)
-    and ``pos_diff_*`` (paired ``pos_k - u1``); ``pos_c2`` (``E[u1 m2 - u2/2]``, the next term);
+    and ``pos_diff_*`` (paired ``pos_k - u1``); ``pos_c2`` (``E[u1 v2 - u2/2]``, the next term);
     ``top1`` (retrieval among k unseen items) and ``xent`` (``L_k - log k``, the retrieval
     cross-entropy minus log k), with intervals; ``linf`` (plug-in ``L_inf``); ``tau``.
     """
@@ -307,7 +307,7 @@ def learned_rate(setup: DigitsSetup, state: dict, tau: float, ks_log2: int, eval
     def boot(x):
         return bootstrap_mean(x, groups, n_boot=n_boot, seed=seed, method="bootstrap over images")
 
-    c1_est, pos_c2 = boot(c1), float(np.mean(mom["u1"] * mom["m2"] - mom["u2"] / 2))
+    c1_est, pos_c2 = boot(c1), float(np.mean(mom["u1"] * mom["v2"] - mom["u2"] / 2))
     u1_est = boot(mom["u1"])
     rows = []
     for j, k in enumerate(ks):
@@ -516,7 +516,7 @@ def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1, *, traini
     * ``C2-digits-positive-term-tau<tau>``: ``k (L_k - L_k^dec)`` at the largest k -- the part of
       the constant ``d1`` of the C2 chapter that this data allow to check -- against its limit
       ``E u1`` (plug-in), interval as for the first record with the truncation
-      ``|E[u1 m2 - u2/2]|/k`` (the next term).
+      ``|E[u1 v2 - u2/2]|/k`` (the next term).
 
     Returns the page's numbers for this tau (plain names; see :func:`ledger_rates`).
     """

@@ -170,7 +170,7 @@ class FiniteModel(ReferenceModel):
         return float(total - math.log(k))
 
     def normalised_weight_moments(self, tau) -> dict:
-        """Per-anchor arrays (N,) of ``log_mu, u1, u2, u3, m2, m3, m4`` (see the notation page),
+        """Per-anchor arrays (N,) of ``log_mu, u1, u2, u3, v2, v3, v4`` (see the notation page),
         formed from ``V = W/mu = e^{beta s - log mu}`` (finite at any tau: ``V <= 1/min pi``)."""
         beta = 1.0 / check_tau(tau)
         log_mu = self._log_mu(beta)
@@ -179,11 +179,11 @@ class FiniteModel(ReferenceModel):
         for j in (1, 2, 3):
             out[f"u{j}"] = (self.kernel * V**j).sum(axis=1)
         for j in (2, 3, 4):
-            out[f"m{j}"] = ((V - 1.0) ** j) @ self.pi
+            out[f"v{j}"] = ((V - 1.0) ** j) @ self.pi
         return out
 
     def weight_moments(self, tau) -> dict:
-        """Per-anchor arrays (N,) of ``mu, log_mu, u1, u2, u3, m2, m3, m4``; raises OverflowError
+        """Per-anchor arrays (N,) of ``mu, log_mu, u1, u2, u3, v2, v3, v4``; raises OverflowError
         where ``mu = E W`` exceeds float64 (tau below about 1/709 for cosines near 1):
         :meth:`normalised_weight_moments` has the rest."""
         tau = check_tau(tau)
@@ -199,7 +199,7 @@ class FiniteModel(ReferenceModel):
         if order not in (1, 2, 3):
             raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
         mom = self.normalised_weight_moments(tau)
-        args = (mom["u1"], mom["u2"], mom["u3"], mom["m2"], mom["m3"], mom["m4"])
+        args = (mom["u1"], mom["u2"], mom["u3"], mom["v2"], mom["v3"], mom["v4"])
         return tuple(float(self.pi @ (np.asarray(f(*args)) * np.ones(self.N)))
                      for f in bias_coefficient_functions(variant, order))
 

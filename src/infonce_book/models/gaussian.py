@@ -97,7 +97,7 @@ class GaussianModel(ReferenceModel):
             n_r, n_theta, per_panel: quadrature sizes (raise them to estimate the error).
         Returns:
             dict with ``k`` (list), ``gap`` (array, nats), ``d1`` (the limit of ``k gap``),
-            ``model_constant`` (``E_x[beta B_S(x) + u1(x) nu(x)]`` of Theorem ``c2-thm-search``),
+            ``model_constant`` (``E_x[beta B_S(x) + u1(x) zeta(x)]`` of Theorem ``c2-thm-search``),
             ``uniform_constant`` (``C_H(tau)`` with ``R_bar`` in closed form), ``r_bar``, and the
             quadrature diagnostics ``mass_err``, ``em_err`` (``|E_pi m - 1|`` before
             normalisation), ``em2_rel_err`` (``E_pi m^2`` against its closed form) and
@@ -120,7 +120,7 @@ class GaussianModel(ReferenceModel):
             q = _anchor_quantities(float(r0), self.dim, self.rho, beta, ks, n_r, n_theta)
             gap += wi * q["gap"]
             d1 += wi * q["d1"]
-            const += wi * (beta * q["b_s"] + q["u1_nu"])
+            const += wi * (beta * q["b_s"] + q["u1_zeta"])
             for key in diag:
                 if q[key] is not None:
                     diag[key] = max(diag[key], float(q[key]))
@@ -191,7 +191,8 @@ def _anchor_law(R0: float, p: int, rho: float, n_r: int, n_theta: int) -> dict:
 
 
 def _anchor_quantities(R0: float, p: int, rho: float, beta: float, ks, n_r: int, n_theta: int) -> dict:
-    """Per anchor: ``E[H | x] - E[l_k | x]`` for each k, ``d1(x)``, ``B_S(x)`` and ``u1 nu(x)``."""
+    """Per anchor: ``E[H | x] - E[l_k | x]`` for each k, ``d1(x)``, ``B_S(x)`` and ``u1 zeta(x)``
+    (``zeta(x) = E[mu / W | x]``)."""
     law = _anchor_law(R0, p, rho, n_r, n_theta)
     lw, logm, s = law["lw"], law["logm"], law["s"]
     lwM = lw + logm  # log-weights of M(x, .)
@@ -206,7 +207,7 @@ def _anchor_quantities(R0: float, p: int, rho: float, beta: float, ks, n_r: int,
     W = np.exp(beta * s)
     mu = float(wpi @ W)
     u1 = float(wM @ W) / mu
-    nu = mu * float(wpi @ np.exp(-beta * s))
+    zeta = mu * float(wpi @ np.exp(-beta * s))
     # Laplace integrals on one grid in log t
     k_max = max(ks)
     # up to t where e^{-t m} switches off every node with pi-mass above e^-50 (k = 1 needs it:
@@ -248,5 +249,5 @@ def _anchor_quantities(R0: float, p: int, rho: float, beta: float, ks, n_r: int,
     if 1 in ks:  # identity E I_hat_1 = E_pi s
         j = list(ks).index(1)
         k1 = abs((-(gaps[j]) - _LOG_T_STEP * np.sum(np.exp(LV) * (-np.expm1(LU)))) / beta + i_s - float(wpi @ s))
-    return {"gap": np.array(gaps), "d1": beta * cov - u1, "b_s": b_s, "u1_nu": u1 * nu, "k1_identity": k1,
+    return {"gap": np.array(gaps), "d1": beta * cov - u1, "b_s": b_s, "u1_zeta": u1 * zeta, "k1_identity": k1,
             "mass_err": law["mass_err"], "em_err": law["em_err"], "em2_rel_err": law["em2_rel_err"]}

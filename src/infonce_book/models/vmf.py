@@ -212,7 +212,7 @@ class VonMisesFisher(ReferenceModel):
 
     def normalised_weight_moments(self, tau) -> dict:
         """``log mu`` and the normalised moments of the weights given an anchor (constant in x):
-        the raw moments ``u1, u2, u3`` of ``U = W+/mu`` and the central moments ``m2, m3, m4`` of
+        the raw moments ``u1, u2, u3`` of ``U = W+/mu`` and the central moments ``v2, v3, v4`` of
         ``V = W/mu``, each formed from log partition functions (finite where ``mu = E W`` itself
         overflows, e.g. tau = 1e-3 on S^2). Raises OverflowError naming the moment where one
         exceeds float64 (e.g. ``E V^4 ~ beta^(3(p-1)/2)`` at dim 768 and small tau).
@@ -224,16 +224,16 @@ class VonMisesFisher(ReferenceModel):
         ev = {j: exp_or_raise(lz(j * beta) - j * lmu, f"E[(W/mu)^{j}]", tau) for j in range(1, 5)}
         u = {j: exp_or_raise(lz(self.kappa + j * beta) - lz(self.kappa) - j * lmu, f"E[(W+/mu)^{j}]", tau)
              for j in range(1, 4)}
-        m2 = ev[2] - 1.0
-        m3 = ev[3] - 3.0 * ev[2] + 2.0
-        m4 = ev[4] - 4.0 * ev[3] + 6.0 * ev[2] - 3.0
-        return {"log_mu": lmu, "u1": u[1], "u2": u[2], "u3": u[3], "m2": m2, "m3": m3, "m4": m4}
+        v2 = ev[2] - 1.0
+        v3 = ev[3] - 3.0 * ev[2] + 2.0
+        v4 = ev[4] - 4.0 * ev[3] + 6.0 * ev[2] - 3.0
+        return {"log_mu": lmu, "u1": u[1], "u2": u[2], "u3": u[3], "v2": v2, "v3": v3, "v4": v4}
 
     def weight_moments(self, tau) -> dict:
         """Moments of the weights given an anchor (constant in x for this model).
 
         Returns a dict with ``mu = E W``, ``sigma2 = Var W``, ``log_mu``, the raw moments
-        ``u1, u2, u3`` of ``U = W+/mu`` and the central moments ``m2, m3, m4`` of ``V = W/mu``.
+        ``u1, u2, u3`` of ``U = W+/mu`` and the central moments ``v2, v3, v4`` of ``V = W/mu``.
         Raises OverflowError where ``mu`` or ``sigma2`` exceeds float64 (on S^2 below tau of about
         1/700): :meth:`normalised_weight_moments` has everything else.
         """
@@ -241,9 +241,9 @@ class VonMisesFisher(ReferenceModel):
         out = self.normalised_weight_moments(tau)
         hint = "; normalised_weight_moments(tau) gives log_mu and the normalised moments"
         mu = exp_or_raise(out["log_mu"], "mu = E W = Z(1/tau)", tau, hint)
-        sigma2 = out["m2"] * mu * mu  # m2 >= 0 up to rounding
+        sigma2 = out["v2"] * mu * mu  # v2 >= 0 up to rounding
         if not math.isfinite(sigma2):
-            raise OverflowError(f"sigma2 = Var W = m2 mu^2 overflows float64 at tau={tau!r}{hint}")
+            raise OverflowError(f"sigma2 = Var W = v2 mu^2 overflows float64 at tau={tau!r}{hint}")
         return {"mu": mu, "sigma2": sigma2, **out}
 
     def bias_coefficients(self, tau, variant: str = "standard", order: int = 2) -> tuple:
@@ -259,14 +259,14 @@ class VonMisesFisher(ReferenceModel):
         if order not in (1, 2, 3, 4):
             raise ValueError(f"order must be 1, 2, 3 or 4, got order={order!r}")
         mom = self.normalised_weight_moments(tau)
-        args = (mom["u1"], mom["u2"], mom["u3"], mom["m2"], mom["m3"], mom["m4"])
-        if order == 4:  # two more moments: u4 = E U^4 and m5 = E (V - 1)^5, from log partitions
+        args = (mom["u1"], mom["u2"], mom["u3"], mom["v2"], mom["v3"], mom["v4"])
+        if order == 4:  # two more moments: u4 = E U^4 and v5 = E (V - 1)^5, from log partitions
             beta = 1.0 / check_tau(tau)
             lz, lmu = self._lz, mom["log_mu"]
             ev = [exp_or_raise(lz(j * beta) - j * lmu, f"E[(W/mu)^{j}]", tau) for j in range(6)]
-            m5 = sum(math.comb(5, j) * ev[j] * (-1) ** (5 - j) for j in range(6))
+            v5 = sum(math.comb(5, j) * ev[j] * (-1) ** (5 - j) for j in range(6))
             u4 = exp_or_raise(lz(self.kappa + 4 * beta) - lz(self.kappa) - 4 * lmu, "E[(W+/mu)^4]", tau)
-            args = args + (u4, m5)
+            args = args + (u4, v5)
         return tuple(float(f(*args)) for f in bias_coefficient_functions(variant, order))
 
     def anchor_laws(self, beta: float, *, closed_form: bool = True, n_nodes: int = N_NODES):
@@ -375,7 +375,7 @@ class VonMisesFisher(ReferenceModel):
           need ``m >= m_min = e^{-kappa}/Z(kappa)``:
           ``beta sd(m) sd(m (s - i_s))/m_min + u1/a`` and
           :func:`~infonce_book.theory.bounds.search_bias_constant`;
-        * ``R``, ``cov_M`` (``Cov_M(m, s)``), ``B_S``, ``u1_nu``.
+        * ``R``, ``cov_M`` (``Cov_M(m, s)``), ``B_S``, ``u1_zeta``.
 
         Moments by ``E_pi[m^2 s^j] = Z^{(j)}(2 kappa)/Z(kappa)^2`` with ``Z' = Z A`` and
         ``Z'' = Z (A' + A^2)``, ``A' = 1 - A^2 - (p - 1) A / b``.
@@ -389,14 +389,14 @@ class VonMisesFisher(ReferenceModel):
         em2s, em2s2 = R * A2, R * (dA2 + A2**2)
         var_m, var_ms, cov = R - 1.0, em2s2 - i_s * i_s, em2s - R * i_s
         b_s = snis_bias_constant(var_m=max(var_m, 0.0), var_mf=max(var_ms, 0.0), cov_mf=cov, mean_f=i_s)
-        u1_nu = math.exp(self._lz(kap + beta) + self._lz(beta) - self._lz(kap))
+        u1_zeta = math.exp(self._lz(kap + beta) + self._lz(beta) - self._lz(kap))
         m_min = math.exp(-kap - self._lz(kap))
         sd_mres = math.sqrt(max(em2s2 - 2 * i_s * em2s + i_s * i_s * R, 0.0))
         u1_over_a = math.exp(beta + self._lz(kap + beta) - self._lz(kap))
-        return {"model": beta * b_s + u1_nu, "uniform": search_bias_constant_l2(tau, second_moment=R),
+        return {"model": beta * b_s + u1_zeta, "uniform": search_bias_constant_l2(tau, second_moment=R),
                 "model_m_min": beta * math.sqrt(var_m) * sd_mres / m_min + u1_over_a,
                 "uniform_m_min": search_bias_constant(tau, sd_m=math.sqrt(var_m), second_moment_m=R, m_min=m_min),
-                "R": R, "cov_M": cov, "B_S": b_s, "u1_nu": u1_nu}
+                "R": R, "cov_M": cov, "B_S": b_s, "u1_zeta": u1_zeta}
 
     # ------------------------------------------------------------------ C1: in-batch negatives
     def pair_weight_moments(self, tau, n_nodes: int = 400) -> dict:
@@ -437,7 +437,7 @@ class VonMisesFisher(ReferenceModel):
         if form == "clip":
             return self.bias_coefficients(tau, "standard", order=2)
         mom, pair = self.normalised_weight_moments(tau), self.pair_weight_moments(tau)
-        subs = {symbolic.u1: mom["u1"], symbolic.u2: mom["u2"], symbolic.m2: mom["m2"], symbolic.m3: mom["m3"],
+        subs = {symbolic.u1: mom["u1"], symbolic.u2: mom["u2"], symbolic.v2: mom["v2"], symbolic.v3: mom["v3"],
                 symbolic.gamma_pair: pair["gamma"], symbolic.delta_pair: pair["delta"]}
         return tuple(float(c.xreplace(subs)) for c in ntxent_bias_coefficients(2))
 
@@ -637,7 +637,7 @@ class VonMisesFisher(ReferenceModel):
         return 1.0 / optimize.brentq(lambda b: self.decoupled_slope(b, k), lo, hi, xtol=1e-13, rtol=1e-14)
 
     def decoupled_rate_constant(self) -> float:
-        """``C = m2'(kappa) / (2 A_p'(kappa))`` with ``m2(beta) = Z(2 beta)/Z(beta)^2 - 1``: the
+        """``C = v2'(kappa) / (2 A_p'(kappa))`` with ``v2(beta) = Z(2 beta)/Z(beta)^2 - 1``: the
         decoupled minimiser is ``beta_k = kappa + C/k + O(k^-2)``, i.e.
         ``tau_k = 1/kappa - C/(kappa^2 k) + O(k^-2)`` (book, Proposition ``c3-prop-decoupled-rate``)."""
         kap, p = self.kappa, self.dim

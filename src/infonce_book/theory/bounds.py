@@ -4,8 +4,8 @@ C1 (book, Theorem ``c1-thm-rate``): for every embedding into the sphere, every a
 k >= 1, with ``beta = 1/tau``, ``U = W+/mu``, ``V = W/mu`` and ``a = e^-beta / mu <= 1`` a lower
 bound of ``T``:
 
-    u1/k - (m2 + u2/k) / (2 a k)  <=  E[log T | x]  <=  log(1 + u1/k)  <=  u1/k   (standard)
-         - m2 / (2 a k)           <=  E[log T | x]  <=  0                          (decoupled)
+    u1/k - (v2 + u2/k) / (2 a k)  <=  E[log T | x]  <=  log(1 + u1/k)  <=  u1/k   (standard)
+         - v2 / (2 a k)           <=  E[log T | x]  <=  0                          (decoupled)
 
 and, uniformly over embeddings, ``|L_k - log k - L_inf| <= C(tau)/k`` with
 ``C(tau) = max(e^{2 beta}, e^{4 beta} / 2)``.
@@ -32,12 +32,12 @@ def _ks(k) -> np.ndarray:
     return np.array([check_k(v) for v in ks], dtype=np.float64)
 
 
-def bias_bounds(k, *, u1: float, u2: float, m2: float, a: float, variant: str = "standard"):
+def bias_bounds(k, *, u1: float, u2: float, v2: float, a: float, variant: str = "standard"):
     """Lower and upper bounds on ``E[log T | x] = L_k - log k - L_inf`` (given x).
 
     Args:
         k: int or array of ints >= 1.
-        u1, u2: ``E[U]``, ``E[U^2]`` for ``U = W+/mu``; m2: ``Var(W)/mu^2``.
+        u1, u2: ``E[U]``, ``E[U^2]`` for ``U = W+/mu``; v2: ``Var(W)/mu^2``.
         a: a lower bound on ``T`` in (0, 1] (``e^-beta/mu`` always qualifies).
         variant: ``"standard"`` or ``"decoupled"``.
     Returns:
@@ -49,15 +49,15 @@ def bias_bounds(k, *, u1: float, u2: float, m2: float, a: float, variant: str = 
     a = check_positive(a, "a")
     if not a <= 1.0:
         raise ValueError(f"a must be in (0, 1] (a lower bound on T), got a={a!r}")
-    u1, u2, m2 = check_nonneg(u1, "u1"), check_nonneg(u2, "u2"), check_nonneg(m2, "m2")
+    u1, u2, v2 = check_nonneg(u1, "u1"), check_nonneg(u2, "u2"), check_nonneg(v2, "v2")
     if u2 < u1 * u1 * (1.0 - 1e-12):
         raise ValueError(f"u2 = E[U^2] must be >= u1^2 = E[U]^2 (moments of one law), got u1={u1!r}, u2={u2!r}")
     kk = _ks(k)
     if variant == "standard":
-        lower = u1 / kk - (m2 / kk + u2 / kk**2) / (2.0 * a)
+        lower = u1 / kk - (v2 / kk + u2 / kk**2) / (2.0 * a)
         upper = np.log1p(u1 / kk)
     else:
-        lower = -(m2 / kk) / (2.0 * a)
+        lower = -(v2 / kk) / (2.0 * a)
         upper = np.zeros_like(kk)
     return lower, upper
 

@@ -238,14 +238,14 @@ def plugin_weight_moments(s_pos: torch.Tensor, s_neg: torch.Tensor, tau) -> dict
         tau: temperature > 0.
     Returns:
         dict of float64 NumPy arrays of shape (n,): ``log_mu``; ``u1, u2, u3`` (raw moments of
-        ``U``); ``m2, m3, m4`` (central moments of ``V``); ``s_pos_mean`` (``E[s+ | x]``); and
+        ``U``); ``v2, v3, v4`` (central moments of ``V``); ``s_pos_mean`` (``E[s+ | x]``); and
         ``limit_risk`` (the anchor's term ``-beta E[s+ | x] + log mu(x)`` of ``L_inf``). All are
         formed in log space (``V <= M``, nothing overflows).
     Source: book, C1 chapter, Theorem ``c1-thm-rate`` (the moments of ``c_1, c_2``).
 
     Examples:
         >>> m = plugin_weight_moments(torch.zeros(1, 2), torch.tensor([[0.0, 1.0]]), 1.0)
-        >>> round(float(m["m2"][0]), 6)  # V in {2/(1+e), 2e/(1+e)}: Var V = ((e-1)/(e+1))^2
+        >>> round(float(m["v2"][0]), 6)  # V in {2/(1+e), 2e/(1+e)}: Var V = ((e-1)/(e+1))^2
         0.213552
     """
     _check_similarity_laws(s_pos, s_neg)
@@ -256,7 +256,7 @@ def plugin_weight_moments(s_pos: torch.Tensor, s_neg: torch.Tensor, tau) -> dict
     u = torch.exp(lw_pos - log_mu[:, None])
     d = v - 1.0
     out = {"log_mu": log_mu, "u1": u.mean(1), "u2": (u * u).mean(1), "u3": (u ** 3).mean(1),
-           "m2": (d * d).mean(1), "m3": (d ** 3).mean(1), "m4": (d ** 4).mean(1),
+           "v2": (d * d).mean(1), "v3": (d ** 3).mean(1), "v4": (d ** 4).mean(1),
            "s_pos_mean": s_pos.double().mean(1)}
     out["limit_risk"] = -beta * out["s_pos_mean"] + log_mu
     return {key: val.cpu().numpy() for key, val in out.items()}
@@ -267,14 +267,14 @@ def plugin_bias_coefficients(moments: dict, variant: str = "standard", order: in
     :func:`plugin_weight_moments`: ``E[log T_k | x] = c1(x)/k + c2(x)/k^2 + O(k^-3)``, so that
     ``k (L_k - log k - L_inf) -> c1 = E_x c1(x)``.
 
-    ``c1(x) = u1 - m2/2`` (standard) or ``-m2/2`` (decoupled); ``c2`` as derived with sympy by
+    ``c1(x) = u1 - v2/2`` (standard) or ``-v2/2`` (decoupled); ``c2`` as derived with sympy by
     :func:`infonce_book.theory.symbolic.bias_expansion`. Returns float64 arrays of shape (n,).
     Source: book, C1 chapter, Theorem ``c1-thm-rate`` and Proposition ``c1-prop-second-order``.
     """
     check_choice(variant, "variant", VARIANTS)
     if order not in (1, 2, 3):
         raise ValueError(f"order must be 1, 2 or 3, got order={order!r}")
-    args = tuple(np.asarray(moments[name], dtype=np.float64) for name in ("u1", "u2", "u3", "m2", "m3", "m4"))
+    args = tuple(np.asarray(moments[name], dtype=np.float64) for name in ("u1", "u2", "u3", "v2", "v3", "v4"))
     return tuple(np.broadcast_to(np.asarray(f(*args), dtype=np.float64), args[0].shape).copy()
                  for f in bias_coefficient_functions(variant, order))
 

@@ -2,7 +2,7 @@
 
 Chapter C1 (the O(1/k) rate). Fix an anchor ``x`` and write, with ``mu = E[W | x]``,
 
-* ``V = W / mu`` for a negative weight (mean 1; central moments ``m2, m3, m4, ...``),
+* ``V = W / mu`` for a negative weight (mean 1; central moments ``v2, v3, v4, ...``),
 * ``U = W+ / mu`` for the positive weight (raw moments ``u1, u2, u3, ...``),
 * ``T = (U + sum_{j<=k} V_j) / k`` (standard) or ``T = sum_j V_j / k`` (decoupled),
 
@@ -27,15 +27,15 @@ k = sp.Symbol("k", positive=True, integer=True)
 beta, kappa, tau = sp.symbols("beta kappa tau", positive=True)
 t, a = sp.symbols("t a", positive=True)
 u1, u2, u3, u4 = sp.symbols("u1:5", positive=True)
-m2, m4 = sp.symbols("m2 m4", positive=True)
-m3 = sp.Symbol("m3", real=True)
-m5, m6 = sp.symbols("m5 m6", real=True)
+v2, v4 = sp.symbols("v2 v4", positive=True)
+v3 = sp.Symbol("v3", real=True)
+v5, v6 = sp.symbols("v5 v6", real=True)
 
 
 
-def _m(r: int) -> sp.Symbol:
-    """Central moment ``m_r = E (V - 1)^r`` of the normalised negative weight."""
-    return {2: m2, 3: m3, 4: m4, 5: m5, 6: m6}.get(r) or sp.Symbol(f"m{r}", real=True)
+def _v(r: int) -> sp.Symbol:
+    """Central moment ``v_r = E (V - 1)^r`` of the normalised negative weight."""
+    return {2: v2, 3: v3, 4: v4, 5: v5, 6: v6}.get(r) or sp.Symbol(f"v{r}", real=True)
 
 
 def _u(j: int) -> sp.Symbol:
@@ -55,9 +55,9 @@ def _moments_from_cumulants_recursion(kap: dict, N: int) -> dict:
 @lru_cache(maxsize=None)
 def _cumulants_in_central_moments(N: int) -> dict:
     """Cumulants ``kappa_2 .. kappa_N`` of a centred variable as polynomials in its central moments
-    ``m_2 .. m_N`` (the recursion of :func:`_moments_from_cumulants_recursion`, solved for kappa_n)."""
+    ``v_2 .. m_N`` (the recursion of :func:`_moments_from_cumulants_recursion`, solved for kappa_n)."""
     kap = {}
-    mom = {0: sp.Integer(1), 1: sp.Integer(0), **{r: _m(r) for r in range(2, N + 1)}}
+    mom = {0: sp.Integer(1), 1: sp.Integer(0), **{r: _v(r) for r in range(2, N + 1)}}
     for n in range(2, N + 1):
         kap[n] = sp.expand(mom[n] - sum(sp.binomial(n - 1, j - 1) * kap[j] * mom[n - j] for j in range(2, n)))
     return kap
@@ -66,7 +66,7 @@ def _cumulants_in_central_moments(N: int) -> dict:
 @lru_cache(maxsize=None)
 def mean_moments(N: int, block: int = 1) -> dict:
     """Moments ``E A^r`` (r = 0..N) of ``A``, the mean of ``k / block`` i.i.d. copies of a centred
-    variable with central moments ``m_2, m_3, ...``, as exact polynomials in ``epsilon = 1/k``.
+    variable with central moments ``v_2, v_3, ...``, as exact polynomials in ``epsilon = 1/k``.
 
     The cumulants of a mean of ``n`` i.i.d. copies are ``kappa_r / n^(r-1)``; with ``n = k/block``
     they are ``kappa_r (block epsilon)^(r-1)``. ``block = 1``: InfoNCE's ``k`` negatives;
@@ -92,7 +92,7 @@ def _moments_of_D(N: int, variant: str, block: int = 1) -> dict:
 def log_expansion(variant: str = "standard", order: int = 4, *, block: int = 1):
     """Coefficients ``c_1 .. c_order`` of ``E[log T | x] = sum_n c_n / k^n + O(k^-(order+1/2))``,
     for orders 1 to 4, and for negatives that come one at a time (``block = 1``) or in i.i.d.
-    blocks of ``block`` correlated ones (then ``m_r`` are the central moments of the block mean).
+    blocks of ``block`` correlated ones (then ``v_r`` are the central moments of the block mean).
 
     ``log(1 + D)`` is expanded to the power ``2 order + 2`` (``E D^n`` has no term below
     ``epsilon^ceil(n/2)``, so higher powers cannot contribute) and ``E D^n`` collected in
@@ -125,7 +125,7 @@ def bias_expansion(variant: str = "standard", order: int = 2):
         variant: ``"standard"`` or ``"decoupled"``.
         order: 1, 2 or 3 (:func:`log_expansion` goes to 4 and handles pairs of negatives).
     Returns:
-        A tuple of sympy expressions in ``u1.. (positive raw moments)`` and ``m2.. (negative
+        A tuple of sympy expressions in ``u1.. (positive raw moments)`` and ``v2.. (negative
         central moments)``, all normalised by ``mu``.
     Source: book, C1 chapter, Theorem ``c1-thm-rate`` and its symbolic check.
     """
@@ -140,8 +140,8 @@ def moments_of_T_minus_one(variant: str = "standard"):
     """``E[T - 1 | x]`` and ``E[(T - 1)^2 | x]`` as functions of ``k``, derived from the cumulants
     of the sample mean (the machinery of :func:`log_expansion`), not typed in.
 
-    Returns ``(E(T-1), E(T-1)^2, E A^4)``: ``u1/k``, ``m2/k + u2/k^2`` and
-    ``3 m2^2/k^2 + (m4 - 3 m2^2)/k^3`` for the standard variant (``0``, ``m2/k`` for the
+    Returns ``(E(T-1), E(T-1)^2, E A^4)``: ``u1/k``, ``v2/k + u2/k^2`` and
+    ``3 v2^2/k^2 + (v4 - 3 v2^2)/k^3`` for the standard variant (``0``, ``v2/k`` for the
     decoupled one), with ``A`` the mean of the ``k`` centred normalised negative weights.
     Source: book, C1 chapter, proof of Theorem ``c1-thm-rate``, Part 2.
     """
@@ -153,15 +153,15 @@ def moments_of_T_minus_one(variant: str = "standard"):
 
 
 def c1_formula(variant: str = "standard"):
-    """The closed form quoted in the book: ``u1 - m2/2`` (standard) or ``-m2/2`` (decoupled)."""
-    return u1 - m2 / 2 if variant == "standard" else -m2 / 2
+    """The closed form quoted in the book: ``u1 - v2/2`` (standard) or ``-v2/2`` (decoupled)."""
+    return u1 - v2 / 2 if variant == "standard" else -v2 / 2
 
 
 def c2_formula(variant: str = "standard"):
-    """``-u2/2 + m3/3 + m2 u1 - 3 m2^2/4`` (standard) or ``m3/3 - 3 m2^2/4`` (decoupled)."""
+    """``-u2/2 + v3/3 + v2 u1 - 3 v2^2/4`` (standard) or ``v3/3 - 3 v2^2/4`` (decoupled)."""
     if variant == "standard":
-        return -u2 / 2 + m3 / 3 + m2 * u1 - sp.Rational(3, 4) * m2**2
-    return m3 / 3 - sp.Rational(3, 4) * m2**2
+        return -u2 / 2 + v3 / 3 + v2 * u1 - sp.Rational(3, 4) * v2**2
+    return v3 / 3 - sp.Rational(3, 4) * v2**2
 
 
 def as_math(**named):
@@ -199,16 +199,16 @@ def nonasymptotic_bias_bounds(variant: str = "standard"):
 
     Upper: Jensen, then ``log(1+y) <= y``: ``E log T <= log E T = log(1 + u1/k) <= u1/k``.
     Lower: Lemma ``c1-lem-log`` with ``a <= 1`` a lower bound of ``T`` and ``E(T-1) = u1/k``,
-    ``E(T-1)^2 = m2/k + u2/k^2``.
+    ``E(T-1)^2 = v2/k + u2/k^2``.
 
     Returns:
-        ``(lower, upper)`` sympy expressions in ``k, a, u1, u2, m2`` for ``k E[log T | x]``.
+        ``(lower, upper)`` sympy expressions in ``k, a, u1, u2, v2`` for ``k E[log T | x]``.
     """
     if variant == "standard":
-        ET1, ET12 = u1 / k, m2 / k + u2 / k**2
+        ET1, ET12 = u1 / k, v2 / k + u2 / k**2
         upper = u1
     else:
-        ET1, ET12 = sp.Integer(0), m2 / k
+        ET1, ET12 = sp.Integer(0), v2 / k
         upper = sp.Integer(0)
     lower = sp.expand(k * (ET1 - ET12 / (2 * a)))
     return lower, upper
@@ -219,7 +219,7 @@ def uniform_constant_worst_case():
 
     For a fixed anchor with ``mu in [e^-beta, e^beta]``: ``u2 <= e^{2beta}/mu^2``, Bhatia--Davis
     ``sigma^2 <= (e^beta - mu)(mu - e^-beta)`` and ``1/(2a) = mu e^beta / 2`` give
-    ``(m2 + u2)/(2a) <= e^beta g(mu) / 2`` with ``g(mu) = ((e^beta - mu)(mu - e^-beta) + e^{2beta})/mu``.
+    ``(v2 + u2)/(2a) <= e^beta g(mu) / 2`` with ``g(mu) = ((e^beta - mu)(mu - e^-beta) + e^{2beta})/mu``.
 
     Returns:
         ``(g, dg/dmu, g(e^-beta))`` as sympy expressions in ``mu`` and ``beta``; the derivative is
@@ -264,8 +264,8 @@ def vmf3_bias_coefficients(variant: str = "standard"):
     subs = {
         u1: Z(kappa + beta) / Z(kappa) / mu,
         u2: Z(kappa + 2 * beta) / Z(kappa) / mu**2,
-        m2: EV[2] - 1,
-        m3: EV[3] - 3 * EV[2] + 2,
+        v2: EV[2] - 1,
+        v3: EV[3] - 3 * EV[2] + 2,
     }
     c1, c2 = bias_expansion(variant, 2)
     return c1.subs(subs), c2.subs(subs)
@@ -275,10 +275,10 @@ def vmf3_bias_coefficients(variant: str = "standard"):
 def bias_coefficient_functions(variant: str = "standard", order: int = 3):
     """Numerical functions of the moments for ``c_1 .. c_order`` (lambdified from sympy).
 
-    Each takes the positional arguments ``u1, u2, u3, m2, m3, m4`` (floats or numpy arrays),
-    ignoring those it does not use; for ``order = 4`` two more follow, ``u4, m5``.
+    Each takes the positional arguments ``u1, u2, u3, v2, v3, v4`` (floats or numpy arrays),
+    ignoring those it does not use; for ``order = 4`` two more follow, ``u4, v5``.
     """
-    args = (u1, u2, u3, m2, m3, m4) + ((u4, m5) if order == 4 else ())
+    args = (u1, u2, u3, v2, v3, v4) + ((u4, v5) if order == 4 else ())
     coeffs = log_expansion(variant, order)
     return tuple(sp.lambdify(args, c, "numpy") for c in coeffs)
 
@@ -287,11 +287,11 @@ def third_order_formulas():
     """The closed forms of ``c_3`` and ``c_4`` (standard variant) as printed in the book
     (Proposition ``c1-prop-third-order``); the chapter checks them against :func:`log_expansion`."""
     R = sp.Rational
-    c3 = (u3 / 3 - R(3, 2) * m2 * u2 - m3 * u1 + 3 * m2**2 * u1 + 2 * m2 * m3 - m4 / 4 + R(3, 4) * m2**2
-          - R(5, 2) * m2**3)
-    c4 = (-u4 / 4 + 2 * m2 * u3 + 2 * m3 * u2 - R(15, 2) * m2**2 * u2 + m4 * u1 - 10 * m2 * m3 * u1
-          - 3 * m2**2 * u1 + 15 * m2**3 * u1 + m5 / 5 - R(5, 3) * m3**2 - R(5, 2) * m2 * m4 - 2 * m2 * m3
-          + 15 * m2**2 * m3 + R(15, 2) * m2**3 - R(105, 8) * m2**4)
+    c3 = (u3 / 3 - R(3, 2) * v2 * u2 - v3 * u1 + 3 * v2**2 * u1 + 2 * v2 * v3 - v4 / 4 + R(3, 4) * v2**2
+          - R(5, 2) * v2**3)
+    c4 = (-u4 / 4 + 2 * v2 * u3 + 2 * v3 * u2 - R(15, 2) * v2**2 * u2 + v4 * u1 - 10 * v2 * v3 * u1
+          - 3 * v2**2 * u1 + 15 * v2**3 * u1 + v5 / 5 - R(5, 3) * v3**2 - R(5, 2) * v2 * v4 - 2 * v2 * v3
+          + 15 * v2**2 * v3 + R(15, 2) * v2**3 - R(105, 8) * v2**4)
     return c3, c4
 
 
@@ -307,24 +307,24 @@ def ntxent_bias_coefficients(order: int = 2):
     pairs of views (book, Proposition ``c1-prop-ntxent``).
 
     The pair enters through its mean ``Q = (V + V')/2 - 1``, whose central moments are
-    ``(m2 + gamma)/2`` and ``(m3 + 3 delta)/4`` (``(V, V')`` exchangeable given the anchor), and
-    :func:`log_expansion` with ``block = 2``. Returns expressions in ``u1, u2, m2, m3, gamma,
+    ``(v2 + gamma)/2`` and ``(v3 + 3 delta)/4`` (``(V, V')`` exchangeable given the anchor), and
+    :func:`log_expansion` with ``block = 2``. Returns expressions in ``u1, u2, v2, v3, gamma,
     delta``; with ``gamma = delta = 0`` they are InfoNCE's ``c_1, c_2``.
     """
     if order not in (1, 2):
         raise ValueError(f"order must be 1 or 2, got order={order!r}")
     coeffs = log_expansion("standard", order, block=2)
-    q = {m2: (m2 + gamma_pair) / 2, m3: (m3 + 3 * delta_pair) / 4}
+    q = {v2: (v2 + gamma_pair) / 2, v3: (v3 + 3 * delta_pair) / 4}
     return tuple(sp.expand(c.xreplace(q)) for c in coeffs)
 
 
 def pair_block_third_moment():
-    """``E Q^3 = (m3 + 3 delta)/4`` for ``Q = (a + b)/2`` with ``(a, b)`` exchangeable, centred,
-    ``E a^3 = m3`` and ``E a^2 b = E a b^2 = delta``: returns the expanded ``E (a + b)^3 / 8`` with
+    """``E Q^3 = (v3 + 3 delta)/4`` for ``Q = (a + b)/2`` with ``(a, b)`` exchangeable, centred,
+    ``E a^3 = v3`` and ``E a^2 b = E a b^2 = delta``: returns the expanded ``E (a + b)^3 / 8`` with
     the moments substituted (sympy expands the cube; nothing is typed in but the moments)."""
     a_, b_ = sp.symbols("a b")
     cube = sp.Poly(sp.expand((a_ + b_) ** 3 / 8), a_, b_)
-    moment = {(3, 0): m3, (0, 3): m3, (2, 1): delta_pair, (1, 2): delta_pair}
+    moment = {(3, 0): v3, (0, 3): v3, (2, 1): delta_pair, (1, 2): delta_pair}
     return sp.expand(sum(c * moment[mon] for mon, c in zip(cube.monoms(), cube.coeffs())))
 
 
@@ -597,16 +597,16 @@ def decoupled_derivative_residual():
 
 
 def vmf3_decoupled_rate_constant():
-    """On ``S^2``: ``m2(beta) = Z(2beta)/Z(beta)^2 - 1 = beta coth beta - 1``,
-    ``A'(beta) = 1/beta^2 - 1/sinh^2 beta`` and the constant ``C = m2'(kappa)/(2 A'(kappa))`` of
+    """On ``S^2``: ``v2(beta) = Z(2beta)/Z(beta)^2 - 1 = beta coth beta - 1``,
+    ``A'(beta) = 1/beta^2 - 1/sinh^2 beta`` and the constant ``C = v2'(kappa)/(2 A'(kappa))`` of
     ``beta_k = kappa + C/k + O(k^-2)`` (Proposition ``c3-prop-decoupled-rate``).
 
-    Returns ``(C as an expression in kappa, m2 residual, A' residual)`` (residuals simplify to 0).
+    Returns ``(C as an expression in kappa, v2 residual, A' residual)`` (residuals simplify to 0).
     """
     Z = sp.sinh(beta) / beta
     A = sp.diff(sp.log(Z), beta)
-    m2_ = Z.subs(beta, 2 * beta) / Z**2 - 1
-    r_m2 = sp.simplify((m2_ - (beta * sp.coth(beta) - 1)).rewrite(sp.exp))
+    v2_ = Z.subs(beta, 2 * beta) / Z**2 - 1
+    r_m2 = sp.simplify((v2_ - (beta * sp.coth(beta) - 1)).rewrite(sp.exp))
     Ap = sp.diff(A, beta)
     r_A = sp.simplify((Ap - (1 / beta**2 - 1 / sp.sinh(beta) ** 2)).rewrite(sp.exp))
     C = (sp.diff(beta * sp.coth(beta) - 1, beta) / (2 * (1 / beta**2 - 1 / sp.sinh(beta) ** 2))).subs(beta, kappa)
