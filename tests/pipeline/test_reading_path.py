@@ -18,8 +18,8 @@ def test_forward_references_are_pointers_not_prerequisites(tmp_path):
 
 
 def test_the_books_chapters_give_a_reading_path():
-    from infonce_book.pipeline import run as pipeline
     from infonce_book.experiment.paths import project_root
+    from infonce_book.pipeline import run as pipeline
 
     root = project_root()
     pages = {s: p for s, p in pipeline.chapters(root).items()
