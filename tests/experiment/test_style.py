@@ -57,7 +57,10 @@ class _FakeShell:
 def test_glue_figure_displays_interactively_but_not_under_the_pipeline(glued, monkeypatch, pipeline, shown):
     displayed = []
     monkeypatch.setattr(style, "get_ipython", lambda: _FakeShell())
-    monkeypatch.setattr(style, "set_matplotlib_formats", lambda *a: None)
+    # glue_figure imports matplotlib_inline only inside a kernel (the GPU check's direct runner has none)
+    import matplotlib_inline.backend_inline as inline
+
+    monkeypatch.setattr(inline, "set_matplotlib_formats", lambda *a: None)
     if pipeline:
         monkeypatch.setenv(PIPELINE_ENV, "1")
     else:

@@ -17,7 +17,6 @@ import yaml
 import infonce_book
 from infonce_book.pipeline import run as pipeline
 from infonce_book.pipeline import timings
-from infonce_book.pipeline.citation import BACK_MATTER, toc_pages
 from infonce_book.pipeline.reproducibility import PACKAGES, appendix_markdown
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,8 +1,9 @@
 """The reading path: which chapter uses which, read from the chapters' own cross-references.
 
-A chapter *uses* another when its page refers to it: ``{doc}`` to the page, or ``{prf:ref}``,
-``{eq}``, ``{numref}``, ``{ref}`` to one of its labels (labels carry the chapter's prefix,
-``c4-thm-lipschitz``; see README "Layout"). The pipeline puts :func:`reading_path_markdown` into
+A chapter *uses* an earlier chapter when its page refers to it: ``{doc}`` to the page, or
+``{prf:ref}``, ``{eq}``, ``{numref}``, ``{ref}`` to one of its labels (labels carry the chapter's
+prefix, ``c4-thm-lipschitz``; see README "Layout"). References forward ("the C5 chapter uses this
+bound") are pointers, not prerequisites, and are not counted: the path follows the book's order. The pipeline puts :func:`reading_path_markdown` into
 the page holding ``<!-- infonce-book: reading-path -->`` (the intro): a table of the direct uses
 and a small diagram (an inline SVG drawn here, no external tool) of the uses that are not implied
 by others (the transitive reduction), chapters in columns by how long a chain leads to them. As
@@ -26,7 +27,8 @@ def _target(text: str) -> str:
 
 def chapter_uses(pages: dict[str, Path]) -> dict[str, list[str]]:
     """``{chapter: [chapters it refers to]}`` for the chapter pages ``{stem: path}`` (stems
-    ``c<N>_<topic>``, in book order); a chapter's references to itself are not counted."""
+    ``c<N>_<topic>``, in book order); only references to earlier chapters count (a chapter's
+    references to itself or to later chapters are not prerequisites)."""
     prefix = {stem.split("_", 1)[0]: stem for stem in pages}  # "c4" -> "c4_continuity"
     uses = {}
     for stem, path in pages.items():
@@ -41,8 +43,8 @@ def chapter_uses(pages: dict[str, Path]) -> dict[str, list[str]]:
                 head = target.split("-", 1)[0]
                 if head in prefix:
                     found.add(prefix[head])
-        found.discard(stem)
-        uses[stem] = [s for s in pages if s in found]
+        earlier = list(pages)[:list(pages).index(stem)]
+        uses[stem] = [s for s in earlier if s in found]
     return uses
 
 

@@ -1,0 +1,29 @@
+"""The reading path counts references to earlier chapters only (pipeline/reading_path.py)."""
+
+from infonce_book.pipeline.reading_path import chapter_uses, diagram_svg
+
+
+def test_forward_references_are_pointers_not_prerequisites(tmp_path):
+    pages = {}
+    for stem, text in {"c1_a": "See {prf:ref}`c3-thm-x` later.",
+                       "c2_b": "By {prf:ref}`c1-thm-y` and {eq}`c2-eq-own`.",
+                       "c3_c": "From {doc}`c2_b` and {ref}`Title <c1-sec-z>`; C4 uses it: {prf:ref}`c4-thm-w`.",
+                       "c4_d": "By {prf:ref}`c3-thm-x`."}.items():
+        pages[stem] = tmp_path / f"{stem}.md"
+        pages[stem].write_text(text)
+    uses = chapter_uses(pages)
+    assert uses == {"c1_a": [], "c2_b": ["c1_a"], "c3_c": ["c1_a", "c2_b"], "c4_d": ["c3_c"]}
+    svg = diagram_svg(uses, {s: i + 1 for i, s in enumerate(pages)})  # no cycle error
+    assert svg.count("<rect") >= 4
+
+
+def test_the_books_chapters_give_a_reading_path():
+    from infonce_book.experiment.paths import project_root
+    from infonce_book.pipeline import run as pipeline
+
+    root = project_root()
+    pages = {s: p for s, p in pipeline.chapters(root).items()
+             if str(p.relative_to(root).with_suffix("")) not in pipeline.back_matter(root)}
+    uses = chapter_uses(pages)
+    assert uses["c1_rate"] == [] and "c1_rate" in uses["c2_search"]
+    assert "<svg" in diagram_svg(uses, {s: i + 1 for i, s in enumerate(pages)})
