@@ -72,6 +72,7 @@ def test_every_result_caption_is_chapter_numbered(smoke_book):
 
 
 BARE = re.compile(r"\b(%s)s? (\d+)(?![.\d])" % "|".join(RESULT_TYPES))
+CITED = re.compile(r"[A-Z][a-z]+(?:’s|'s)?\s*[\[(]\s*\d{4}\s*[\])]")  # "Maurer [ 2016 ]", "Hoeffding (1963)"
 
 
 def bare_paper_references(text: str) -> list[str]:
@@ -80,7 +81,7 @@ def bare_paper_references(text: str) -> list[str]:
     out = []
     for m in BARE.finditer(text):
         around = text[max(0, m.start() - 40):m.end() + 40]
-        if "Whiteley" not in around:
+        if "Whiteley" not in around and not CITED.search(around):  # another work's, with its source
             out.append(text[max(0, m.start() - 60):m.end() + 30].strip())
     return out
 
@@ -90,6 +91,9 @@ def test_the_bare_reference_check_tells_the_papers_numbers_with_and_without_sour
     assert bare_paper_references("Whiteley's (2026) Proposition 4 and Lemma 4.2") == []
     assert bare_paper_references("Theorem 1 term by term") == ["Theorem 1 term by term"]
     assert len(bare_paper_references("Theorems 1 and Proposition 4 hold")) == 2
+    # Another work's result with its source is not the paper's.
+    assert bare_paper_references("inequality ( Maurer [ 2016 ] , Corollary 1) gives") == []
+    assert bare_paper_references("bound ( Hoeffding [ 1963 ] , Theorem 1, for variables") == []
 
 
 @book

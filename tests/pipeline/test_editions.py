@@ -94,3 +94,24 @@ def test_gated_solutions_spanning_cells_are_removed_with_their_code_cells():
     assert [c.cell_type for c in nb.cells] == ["markdown", "markdown", "code"]
     assert nb.cells[1].source.strip() == "After the solution."
     assert nb.cells[2].source == "kept = 1"
+
+
+def test_values_glued_only_for_a_removed_solution_leave_the_notebook():
+    """A remove-input cell computes an exercise's numbers; once its solution is gone, the glued
+    values no page text refers to are dropped from the student's notebook, the others stay."""
+    def glued(name, value):
+        return nbformat.v4.new_output("display_data", data={"application/papermill.record/text/plain": repr(value)},
+                                      metadata={"scrapbook": {"name": name,
+                                                              "mime_prefix": "application/papermill.record/"}})
+
+    cell = nbformat.v4.new_code_cell("glue_all(...)")
+    cell.outputs = [glued("c9_in_prose", 1.5), glued("c9_fig", "fig"), glued("c9_secret", "0.049 (r = 0.05)"),
+                    nbformat.v4.new_output("stream", name="stdout", text="progress\n")]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [cell,
+                nbformat.v4.new_markdown_cell("Prose: {glue:text}`c9_in_prose:.2f`.\n\n```{glue:figure} c9_fig\n```\n"),
+                nbformat.v4.new_markdown_cell("```{solution} c9-ex\n:label: c9-sol\n\nIt is {glue:text}`c9_secret`.\n```")]
+    assert strip_solutions_notebook(nb) == 1
+    names = [o.get("metadata", {}).get("scrapbook", {}).get("name") for o in nb.cells[0].outputs]
+    assert names == ["c9_in_prose", "c9_fig", None]
+    assert "0.049" not in nbformat.writes(nb)

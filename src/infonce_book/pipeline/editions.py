@@ -97,7 +97,24 @@ def strip_solutions_notebook(nb) -> int:
     if s.inside:
         raise ValueError("a gated solution ({solution-start}) is not closed by {solution-end}")
     nb.cells = kept
+    if s.removed:
+        _drop_unreferenced_glue(nb)
     return s.removed
+
+
+_GLUE_REF = re.compile(r"\{glue(?::[a-z]+)?\}`(?P<role>[^`:]+)[^`]*`|^[ \t]*(?:`{3,}|:{3,})\{glue(?::[a-z]+)?\}[ \t]+(?P<dir>\S+)",
+                       re.M)
+
+
+def _drop_unreferenced_glue(nb) -> None:
+    """Drop the glued values (myst-nb ``glue`` outputs) that no page text refers to any more: the
+    numbers a removed solution quoted would otherwise stay in the student's ``.ipynb``."""
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    used = {m.group("role") or m.group("dir") for m in _GLUE_REF.finditer(text)}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.get("outputs"):
+            cell.outputs = [o for o in cell.outputs
+                            if o.get("metadata", {}).get("scrapbook", {}).get("name", None) in (None, *used)]
 
 
 def strip_solutions_site(site: Path) -> int:
