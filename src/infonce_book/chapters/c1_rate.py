@@ -402,7 +402,7 @@ def ledger_in_batch(ledger, model, tau: float, exact: pd.DataFrame, mc: pd.DataF
     pair = model.pair_weight_moments(tau)
     ratio = (exact[exact.form == "clip"].set_index("B")["bias"] / exact[exact.form == "nt_xent"].set_index("B")["bias"])
     return {"min_ratio_clip_nt": float(ratio.min()), "ratio_clip_nt_Bmax": float(ratio.iloc[-1]),
-            "c1_clip": c1, "c2_clip": c2, "c1_nt": c1_nt, "c2_nt": c2_nt, "gamma": pair["gamma"],
+            "c1_clip": c1, "c1_clip_minus_1": c1 - 1.0, "c2_clip": c2, "c1_nt": c1_nt, "c2_nt": c2_nt, "gamma": pair["gamma"],
             "delta": pair["delta"], "c1_nt_richardson": rich, "c1_nt_richardson_err": err,
             "mc_covered": int(covered), "mc_n": n, "B_max": int(mc["B"].max()),
             "exact_B_max": int(exact["B"].max())}

@@ -205,11 +205,22 @@ def ledger_gap(ledger, gap: pd.DataFrame, model) -> dict:
                 "gap_small": float(lo.gap), "gap_large": float(hi.gap), "optimal_tau": tau_star})
     out = {key: float(v) for key, v in out.items()}
     interior = summary.tau.iloc[0] < best.tau < summary.tau.iloc[-1]
-    out["shape"] = ("smallest inside the range of temperatures (U-shaped)" if interior
-                    else "smallest at an end of the range of temperatures")
+    # "U-shaped" only when the intervals say so: the best temperature's interval lies below both ends'.
+    separated = best.ratio_high < min(lo.ratio_low, hi.ratio_low)
+    out["shape"] = ("smallest inside the range of temperatures (U-shaped: its interval lies below "
+                    "those at both ends)" if interior and separated else
+                    "smallest, as a point estimate, inside the range of temperatures, but its interval "
+                    "overlaps those at the ends (no shape is established)" if interior else
+                    "smallest at an end of the range of temperatures")
     lo_above, hi_above = out["slope_above_low"], out["slope_above_high"]
     out["above_trend"] = ("grows again" if lo_above > 0 else "keeps falling" if hi_above < 0
                           else "shows no clear trend")
+    if np.isfinite(out["slope_above"]) and np.isfinite(lo_above) and np.isfinite(hi_above):
+        out["above_text"] = (f"the slope is {out['slope_above']:.4f} ({lo_above:.4f} to {hi_above:.4f}): "
+                             f"the gap relative to the range {out['above_trend']}")
+    else:
+        out["above_text"] = ("the slope cannot be estimated at this profile (too few temperatures "
+                             "above it)")
     return out
 
 
