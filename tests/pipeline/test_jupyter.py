@@ -113,9 +113,6 @@ def test_a_changed_kappa_reaches_the_figure_titles_and_the_glued_values(executed
 
 
 @pytest.mark.book
-@pytest.mark.xfail(reason="c1_rate does not yet glue its parameters for the prose (kappa = 4 is typed in the "
-                          "text); the chapter helpers are asked to (PHASE2 brief, 'Chapters that work in "
-                          "Jupyter'). Remove this mark when they have.", strict=False)
 def test_the_prose_takes_kappa_from_the_parameter_cell(executed):
     nb, changed = executed
     glued = glued_values(nb)
@@ -124,5 +121,7 @@ def test_the_prose_takes_kappa_from_the_parameter_cell(executed):
              if re.search(r"\\kappa\s*=\s*4\b", line)]
     assert typed == []
     # The parameters sit in one visible cell near the top: the one changed is among the first code cells.
-    code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    assert changed in code_cells[:4]
+    # (Indices in the executed notebook: papermill inserts its injected-parameters cell, so the
+    # changed cell is found by its new setting, not by its index in the input.)
+    code = [c for c in nb.cells if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
+    assert any(f"kappa={NEW_KAPPA}" in c.source for c in code[:4]), [c.source[:80] for c in code[:4]]
