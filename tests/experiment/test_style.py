@@ -77,3 +77,12 @@ def test_glue_figure_displays_interactively_but_not_under_the_pipeline(glued, mo
         assert displayed_meta == [{"infonce_book": {"figure": "c9-fig", "titles": ["vMF", r"$\kappa=4$"]}}]
     assert glued == [("c9-fig", fig, False)]  # glued hidden either way: {glue:figure} places it
     assert not plt.fignum_exists(fig.number)  # closed: the inline backend does not show it again
+
+
+def test_the_book_style_shows_table_cells_in_full():
+    import pandas as pd
+
+    style.use_book_style()
+    long = "bound over all pairs (a perturbation of every similarity of the tuple at once)"
+    html = pd.DataFrame({"quantity": [long]})._repr_html_()
+    assert long in html and "..." not in html
