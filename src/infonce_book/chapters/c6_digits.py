@@ -552,7 +552,7 @@ def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1, *, traini
       the two-term prediction ``c1/k + c2/k^2`` over the same ks. Needs three such ks and a bias
       of the sign of ``c1`` there (else no record).
     * ``C2-digits-positive-term-tau<tau>``: ``k (L_k - L_k^dec)`` at the largest k -- the part of
-      the constant ``d1`` of the C2 chapter that this data allow to check -- against its limit
+      the constant ``d1`` of Chapter 2 that this data allow to check -- against its limit
       ``E u1`` (plug-in), interval as for the first record with the truncation
       ``|E[u1 v2 - u2/2]|/k`` (the next term).
 
