@@ -172,7 +172,30 @@ def test_nonvacuous_n_is_the_smallest_grid_n_below_2_beta():
     assert table.iloc[0]["old"] is None and table.iloc[0]["sharp"] == 512 and table.iloc[0]["PAC-Bayes"] == 256
     glued = chapter.nonvacuous_glue(table, 0.5)
     assert glued["sharp_k16"] == "512" and glued["old_k16"] == "none on the grid"
-    assert glued["sharp_k4"] == "not on this profile's grid"
+    assert "sharp_k4" not in glued  # a k the profile did not train gets no key (and no prose)
+
+
+def _nonvacuous_table(ks, ns):
+    # smallest n per bound (None: vacuous on the whole grid), in the layout of nonvacuous_n
+    return pd.DataFrame([{"tau": 0.5, "k": k, "ns": "256, 512", "old": None, "sharp": n, "PAC-Bayes": 256}
+                         for k, n in zip(ks, ns)])
+
+
+def test_nonvacuous_sentence_names_only_the_trained_k_one_k():
+    text = chapter.nonvacuous_sentence(_nonvacuous_table([16], [512]), 0.5)
+    assert text == ("At τ = 0.5, the sharp bound is non-vacuous from n = 512 at k = 16; the old bound is "
+                    "vacuous on the whole grid at k = 16; the certificate is non-vacuous from n = 256 at k = 16.")
+    assert "profile" not in text and "(" not in text
+
+
+def test_nonvacuous_sentence_names_only_the_trained_k_three_ks():
+    text = chapter.nonvacuous_sentence(_nonvacuous_table([4, 16, 256], [256, 512, None]), 0.5)
+    assert text == ("At τ = 0.5, the sharp bound is non-vacuous from n = 512 at k = 16 (non-vacuous from "
+                    "n = 256 at k = 4; vacuous on the whole grid at k = 256); the old bound is vacuous on the "
+                    "whole grid at k = 4, 16 and 256; the certificate is non-vacuous from n = 256 at k = 4, 16 "
+                    "and 256.")
+    with pytest.raises(ValueError, match="tau=1"):
+        chapter.nonvacuous_sentence(_nonvacuous_table([16], [512]), 1.0)
 
 
 def test_exercise_numbers_are_the_smallest_n_and_the_closed_forms():

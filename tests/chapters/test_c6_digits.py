@@ -48,6 +48,14 @@ def test_gap_levels_off_only_when_the_90_interval_is_inside_the_margin(led):
     assert out["verdict_hi"] == "equivalent" and out["verdict_lo"] == "not shown equivalent"
     assert out["gap_hi_k1"] == pytest.approx(0.10) and out["diff_hi"] == pytest.approx(d.mean())
     assert rec["C7-digits-top1-slope-tau0.5"].passed  # accuracy rises with k
+    # the page's summary names each temperature once, the highest first
+    assert out["verdict_summary"] == "equivalent at τ = 0.5 and not shown equivalent at τ = 0.1"
+
+
+def test_gap_summary_with_one_temperature_names_it_once(led):
+    setup = chapter.DigitsSetup(margin=0.02, alpha=0.05)
+    out = chapter.ledger_gap(led, _gap_table({0.5: [0.001, -0.001, 0.003, 0.0, 0.002]}), setup)
+    assert out["verdict_summary"] == "equivalent at τ = 0.5"
 
 
 def test_seeds_needed_matches_the_t_interval_condition():
@@ -106,8 +114,27 @@ def test_kl_record_is_one_sided_and_roles_cover_one_temperature(led):
     # one training temperature: both roles are filled with it
     assert out["kl_ratio_max_lo"] == out["kl_ratio_max_hi"] == pytest.approx(0.155)
     assert out["kl_own_hi"] == pytest.approx(0.3) and out["kl_verdict"] == "holds with room to spare"
+    assert out["kl_ratio_text"] == "0.155 for the embedding trained at τ = 0.5"  # one embedding, named once
     chapter.ledger_kl(led, kl.assign(ratio_high=[1.2, 0.12]), 0.5)
     assert not led.records[-1].passed  # an upper end above the bound fails
+
+
+def test_kl_ratio_text_with_two_temperatures_names_each_embedding(led):
+    kl = pd.DataFrame({"tau": [0.5, 1.0], "kl": [0.3, 0.05], "kl_low": [0.29, 0.04], "kl_high": [0.31, 0.06],
+                       "bound": [2.0, 0.5], "ratio_high": [0.155, 0.12]})
+    out = chapter.ledger_kls(led, {0.5: kl, 0.1: kl.assign(ratio_high=[0.4, 0.2])})
+    assert out["kl_ratio_text"] == ("0.155 for the embedding trained at τ = 0.5 and "
+                                    "0.400 for the one trained at τ = 0.1")
+
+
+def test_learned_embeddings_phrase_counts_the_temperatures():
+    assert chapter.learned_embeddings_phrase([0.5]) == "the learned embedding"
+    assert chapter.learned_embeddings_phrase([0.5, 0.5]) == "the learned embedding"  # distinct taus
+    assert chapter.learned_embeddings_phrase([0.1, 0.5]) == ("the two learned embeddings "
+                                                             "(one per training temperature)")
+    smoke, standard = (chapter.describe(chapter.DigitsSetup(), chapter.SIZES[p], [0.5]) for p in ("smoke", "standard"))
+    assert smoke["learned_embeddings"] == "the learned embedding"
+    assert standard["learned_embeddings"].startswith("the two learned embeddings")
 
 
 def test_member_state_round_trips_into_a_sphere_mlp():

@@ -101,7 +101,7 @@ def test_symbolic_checks_of_the_kl():
     K = sp.Function("K")
     assert sp.simplify(dkl - symbolic.beta * sp.diff(K(symbolic.beta), symbolic.beta, 2)) == 0
     series = symbolic.kl_small_beta()
-    assert series.coeff(symbolic.beta, 2) == sp.Symbol("kappa_2") / 2
+    assert series.coeff(symbolic.beta, 2) == sp.Symbol(r"\operatorname{cum}_2") / 2
     _, vmf = symbolic.vmf3_kl_softmax()
     assert sp.expand(vmf - (symbolic.beta**2 / 6 - symbolic.beta**4 / 60)) == 0
     _, anti = symbolic.antipodal_kl_series()

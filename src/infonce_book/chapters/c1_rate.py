@@ -106,7 +106,7 @@ def monte_carlo(model, tau: float, ks: list, n_tuples: int, device: str, seed: i
 
 @cached
 def bounds_table(model, tau: float, ks: list):
-    """|bias| and the bounds of the C1 chapter against k, as a long table (``k, curve, value``).
+    """|bias| and the bounds of Chapter 1 against k, as a long table (``k, curve, value``).
 
     Curves: the exact |bias|; our bound with the model's moments and ``a = e^-beta/mu``; the
     uniform ``C(tau)/k``; the Lipschitz-of-log bound with the model's moments and uniformly.

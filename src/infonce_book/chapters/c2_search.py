@@ -92,8 +92,8 @@ def _vmf3_top1_ideal(kappa: float, k: int) -> float:
 def retrieval(model, tau: float, ks: list, n_queries: int, distortion: float, device: str, seed: int):
     """Retrieval on the vMF model on S^2 (``model``): for each query, a positive ``x+ ~ vMF(x, kappa)`` and k
     unseen uniform items; the rank of the positive under the ideal search (by ``m``, i.e. by
-    ``<x, y>``) and under the softmax search of the embedding ``phi(x) = normalize(D x)``,
-    ``D = diag(1, 1, distortion)`` (``distortion = 1``: ``phi`` is the identity).
+    ``<x, y>``) and under the softmax search of the embedding ``phi(x) = normalize(A x)``,
+    ``A = diag(1, 1, distortion)`` (``distortion = 1``: ``phi`` is the identity).
 
     Columns: ``k, search, top1, top5, top1_low, top1_high`` (Clopper--Pearson 95%),
     ``top1_exact`` (ideal search only), ``diff_mean, diff_low, diff_high`` (paired top-1

@@ -131,7 +131,7 @@ def gap_across_taus(model, taus: list, n_train: int, k: int, steps: int, device:
     the loss's range ``B_k`` (:func:`~infonce_book.theory.bounds.loss_range`, the scale of the
     McDiarmid term of the combined bound) and ``gap_over_range = gap / B_k``; and two sensitivity
     constants: ``2 beta`` (the loss is 2 beta-Lipschitz in the similarity vector, sup norm) and
-    ``beta e^{2 beta}/(k+1)`` (the per-negative factor of the averaging bound of the C4 chapter,
+    ``beta e^{2 beta}/(k+1)`` (the per-negative factor of the averaging bound of Chapter 4,
     which grows exponentially as tau -> 0). ``model``: the vMF model of the page.
 
     Rows are ordered by set, then tau (set 0 is the single run of earlier versions).
@@ -225,7 +225,7 @@ def ledger_gap(ledger, gap: pd.DataFrame, model) -> dict:
 
 
 def ledger(ledger, kl: pd.DataFrame, learned: pd.DataFrame, model) -> dict:
-    """Ledger records of the C3 chapter.
+    """Ledger records of Chapter 3.
 
     * ``C3-bound-<embedding>``: one-sided, ``max_tau KL / bound <= 1`` using the upper end of each
       95% interval (passed when that maximum is at most 1).

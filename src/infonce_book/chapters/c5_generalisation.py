@@ -504,16 +504,52 @@ def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict, spher
 
 def nonvacuous_glue(table: pd.DataFrame, tau: float) -> dict:
     """``{"<bound>_k<k>": smallest n or "none on the grid"}`` at temperature ``tau`` from
-    :func:`nonvacuous_n` (bound names ``old``, ``sharp``, ``pac``), for the page's prose."""
+    :func:`nonvacuous_n` (bound names ``old``, ``sharp``, ``pac``), only for the k the profile
+    trained, and ``"sentence"``: the page's sentence (:func:`nonvacuous_sentence`)."""
     out = {}
     for _, r in table[np.isclose(table.tau, tau)].iterrows():
         for name, key in (("old", "old"), ("sharp", "sharp"), ("PAC-Bayes", "pac")):
             v = r[name]
             out[f"{key}_k{int(r.k)}"] = "none on the grid" if v is None or pd.isna(v) else f"{int(v):,}"
-    for key in ("old", "sharp", "pac"):  # k values a profile lacks: say so rather than fail
-        for k in (4, 16, 256):
-            out.setdefault(f"{key}_k{k}", "not on this profile's grid")
+    out["sentence"] = nonvacuous_sentence(table, tau)
     return out
+
+
+def _join(items: list) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def nonvacuous_sentence(table: pd.DataFrame, tau: float, k_first: int = 16) -> str:
+    """One sentence for the page: from which n of the grid each bound (``sharp``, ``old``,
+    ``PAC-Bayes``) is non-vacuous at temperature ``tau``, for the k the profile actually trained
+    (``k_first`` first when present, then the others in increasing order), from
+    :func:`nonvacuous_n`. Says "vacuous on the whole grid" where no n is non-vacuous.
+
+    Raises:
+        ValueError: no row of ``table`` at ``tau``.
+    """
+    rows = table[np.isclose(table.tau, tau)]
+    if rows.empty:
+        raise ValueError(f"tau={tau:g} is not in the table (temperatures: {sorted(set(table.tau))})")
+    ks = sorted(int(v) for v in rows.k)
+    ks = [k for k in ks if k == k_first] + [k for k in ks if k != k_first]
+    by_k = {int(r.k): r for _, r in rows.iterrows()}
+
+    def clause(name, label):
+        groups = {}  # smallest n (None: vacuous everywhere) -> the ks that share it, k_first's group first
+        for k in ks:
+            v = by_k[k][name]
+            groups.setdefault(None if v is None or pd.isna(v) else int(v), []).append(k)
+        parts = [("vacuous on the whole grid" if v is None else f"non-vacuous from n = {v:,}")
+                 + f" at k = {_join([str(k) for k in sorted(group)])}" for v, group in groups.items()]
+        head = f"the {label} is {parts[0]}"
+        return head if len(parts) == 1 else head + " (" + "; ".join(parts[1:]) + ")"
+
+    text = "; ".join(clause(name, label) for name, label in
+                     (("sharp", "sharp bound"), ("old", "old bound"), ("PAC-Bayes", "certificate")))
+    return f"At τ = {tau:g}, {text}."
 
 
 def gap_summary(grid: pd.DataFrame) -> pd.DataFrame:

@@ -67,7 +67,8 @@ class DigitsSetup:
         lr, schedule: Adam's learning rate and its schedule (``"cosine"`` or ``"constant"``).
         check_every, window, rtol: the stopping rule (:class:`~infonce_book.learning.training.PlateauStop`)
             on the training risk of fixed tuples (``monitor_aug`` augmentations per image).
-        margin: the equivalence margin delta (nats), declared before the experiment.
+        margin: the equivalence margin (the book's epsilon_eq; ``delta`` in the ledger's params),
+            in nats, declared before the experiment.
         alpha: level of each one-sided test (the interval of the equivalence test is ``1 - 2 alpha``).
     """
 
@@ -421,6 +422,42 @@ def _by_role(per_tau: dict) -> dict:
     return out
 
 
+def _join(items) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _count_words(n: int) -> str:
+    return {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
+
+
+def learned_embeddings_phrase(taus) -> str:
+    """``"the learned embedding"`` for one training temperature, ``"the two learned embeddings
+    (one per training temperature)"`` for two, and so on: the page's name for the embeddings it
+    analyses, one per distinct tau."""
+    n = len({float(x) for x in taus})
+    if n == 1:
+        return "the learned embedding"
+    return f"the {_count_words(n)} learned embeddings (one per training temperature)"
+
+
+def verdict_summary(verdicts: dict) -> str:
+    """``{tau: verdict}`` -> ``"equivalent at τ = 0.5"`` or ``"equivalent at τ = 0.5 and not
+    shown at τ = 0.1"``: each temperature present once, the highest first."""
+    return _join([f"{verdicts[tau]} at τ = {tau:g}" for tau in sorted(verdicts, reverse=True)])
+
+
+def kl_ratio_text(ratios: dict) -> str:
+    """``{tau_train: largest KL/bound ratio}`` -> ``"0.203 for the embedding trained at τ = 0.5"``,
+    or with more temperatures ``"0.203 for the embedding trained at τ = 0.5 and 0.150 for the one
+    trained at τ = 0.1"`` (highest temperature first; ratios to three decimals)."""
+    taus = sorted(ratios, reverse=True)
+    parts = [f"{ratios[tau]:.3f} for the {'embedding' if i == 0 else 'one'} trained at τ = {tau:g}"
+             for i, tau in enumerate(taus)]
+    return _join(parts)
+
+
 def ledger_gap(ledger, table: pd.DataFrame, setup: DigitsSetup) -> dict:
     """Ledger records of the gap and the search (real data; one split and initialisation per seed).
 
@@ -476,6 +513,7 @@ def ledger_gap(ledger, table: pd.DataFrame, setup: DigitsSetup) -> dict:
     out = {}
     for role, tau in _roles(per_tau).items():
         out.update({name.format(role): value for name, value in per_tau[tau].items()})
+    out["verdict_summary"] = verdict_summary({tau: vals["verdict_{}"] for tau, vals in per_tau.items()})
     out.update({"n_seeds": int(table.seed.nunique()), "nn_min": float(table.nn_class.min()),
                 "nn_max": float(table.nn_class.max())})
     return out
@@ -514,7 +552,7 @@ def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1, *, traini
       the two-term prediction ``c1/k + c2/k^2`` over the same ks. Needs three such ks and a bias
       of the sign of ``c1`` there (else no record).
     * ``C2-digits-positive-term-tau<tau>``: ``k (L_k - L_k^dec)`` at the largest k -- the part of
-      the constant ``d1`` of the C2 chapter that this data allow to check -- against its limit
+      the constant ``d1`` of Chapter 2 that this data allow to check -- against its limit
       ``E u1`` (plug-in), interval as for the first record with the truncation
       ``|E[u1 v2 - u2/2]|/k`` (the next term).
 
@@ -601,8 +639,10 @@ def ledger_kls(ledger, kls: dict, trained: pd.DataFrame | None = None) -> dict:
     """:func:`ledger_kl` for each training tau of ``kls`` (``{tau: table}``), keyed by tau role
     (with ``trained``, the records carry the embedding's training risk reached)."""
     k_max = None if trained is None else int(trained.k.max())
-    out = _by_role({tau: ledger_kl(ledger, kl, tau, training=_member_params(trained, k_max, tau))
-                    for tau, kl in kls.items()})
+    per_tau = {tau: ledger_kl(ledger, kl, tau, training=_member_params(trained, k_max, tau))
+               for tau, kl in kls.items()}
+    out = _by_role(per_tau)
+    out["kl_ratio_text"] = kl_ratio_text({tau: v["kl_ratio_max"] for tau, v in per_tau.items()})
     worst = max(out["kl_ratio_max_lo"], out["kl_ratio_max_hi"])
     out["kl_verdict"] = ("holds with room to spare" if worst <= 0.5 else "holds" if worst <= 1.0
                          else "is exceeded (see the records)")
@@ -661,7 +701,8 @@ def describe(setup: DigitsSetup, size: dict, kl_taus) -> dict:
             "tau_lo": roles["lo"], "tau_hi": roles["hi"],
             "rate_k_max": 2 ** size["rate_ks_log2"], "n_boot": size["n_boot"],
             "p_no_sibling": (1 - (size["eval_aug"] - 1) / (n_eval * size["eval_aug"] - 1)) ** size["k_eval"],
-            "kl_taus": ", ".join(f"{t:g}" for t in kl_taus), "log2": math.log(2.0)}
+            "kl_taus": ", ".join(f"{t:g}" for t in kl_taus), "log2": math.log(2.0),
+            "learned_embeddings": learned_embeddings_phrase(size["taus"])}
 
 
 def training_numbers(trained: pd.DataFrame, setup: DigitsSetup) -> dict:
@@ -795,7 +836,7 @@ def fig_trends(table: pd.DataFrame, margin: float, *, title: str = ""):
         ax.set_xlabel("training negatives $k$")
         ax.set_ylabel(lab)
     axes[1].legend(fontsize="small")
-    axes[2].axhspan(-margin, margin, color="0.85", label=rf"margin $\pm\delta$ = $\pm${margin:g}")
+    axes[2].axhspan(-margin, margin, color="0.85", label=rf"margin $\pm\varepsilon_{{\mathrm{{eq}}}}$ = $\pm${margin:g}")
     axes[2].axhline(0.0, color="k", lw=0.8)
     taus = sorted(table.tau.unique())
     axes[2].set_xticks(range(len(taus)), [rf"$\tau$ = {t:g}" for t in taus])

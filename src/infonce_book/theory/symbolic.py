@@ -299,7 +299,7 @@ def third_order_formulas():
 # Chapter C1, in-batch negatives (CLIP, NT-Xent).
 
 gamma_pair = sp.Symbol("gamma", real=True)  # Cov(V, V' | x): the two views of one other pair
-delta_pair = sp.Symbol("delta", real=True)  # E[(V - 1)^2 (V' - 1) | x]
+delta_pair = sp.Symbol("lambda_3", real=True)  # E[(V - 1)^2 (V' - 1) | x], printed lambda_3
 
 
 def ntxent_bias_coefficients(order: int = 2):
@@ -524,7 +524,8 @@ def kl_small_beta(order: int = 4):
     """Small-beta expansion of the KL from the cumulants of ``s`` under pi:
     ``K(beta) = k1 beta + k2 beta^2/2 + k3 beta^3/6 + k4 beta^4/24``; returns the series of
     ``beta K' - K`` (leading term ``k2 beta^2 / 2``, i.e. ``beta^2 Var_pi(s)/2``)."""
-    k1, k2, k3, k4 = sp.symbols("kappa_1 kappa_2 kappa_3 kappa_4")
+    # printed cum_r: kappa is the vMF concentration (book, notation page)
+    k1, k2, k3, k4 = (sp.Symbol(rf"\operatorname{{cum}}_{j}") for j in range(1, 5))
     K = k1 * beta + k2 * beta**2 / 2 + k3 * beta**3 / 6 + k4 * beta**4 / 24
     return sp.expand(beta * sp.diff(K, beta) - K)
 
