@@ -18,6 +18,7 @@ import os
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import seaborn as sns
 from IPython import get_ipython
 from IPython.display import display
@@ -32,8 +33,6 @@ def use_book_style() -> None:
     """Apply the book's plotting style (seaborn ``whitegrid``, colour-blind palette), and show
     tables' text in full (pandas cuts cells at 50 characters by default, which cut the ledger's
     descriptions of what each record measures)."""
-    import pandas as pd
-
     pd.set_option("display.max_colwidth", None)
     sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE)
     plt.rcParams.update({"figure.figsize": (6.4, 4.0), "figure.dpi": 110, "savefig.bbox": "tight",
