@@ -17,16 +17,16 @@ def glued(monkeypatch):
 
 
 def test_glue_all_glues_every_entry_hidden_under_the_prefix(glued):
-    out = style.glue_all("c9_", {"slope": -1.0, "k_max": 1024, "model": "vMF", "ok": True})
+    out = style.glue_all({"slope": -1.0, "k_max": 1024, "model": "vMF", "ok": True}, "c9_")
+    assert out is None  # a call that ends a cell shows nothing
     assert glued == [("c9_slope", -1.0, False), ("c9_k_max", 1024, False), ("c9_model", "vMF", False),
                      ("c9_ok", True, False)]
-    assert out == {"c9_slope": -1.0, "c9_k_max": 1024, "c9_model": "vMF", "c9_ok": True}
 
 
 def test_glue_all_unwraps_numpy_scalars_to_equal_python_values(glued):
     # myst-nb cannot apply a format spec to a NumPy scalar (myst-nb #615): glue_all passes the
     # plain Python value, equal to the NumPy one.
-    style.glue_all("", {"x": np.float64(0.25), "n": np.int64(7), "b": np.bool_(False)})
+    style.glue_all({"x": np.float64(0.25), "n": np.int64(7), "b": np.bool_(False)})
     assert [(n, v, type(v)) for n, v, _ in glued] == [("x", 0.25, float), ("n", 7, int), ("b", False, bool)]
 
 
@@ -38,15 +38,15 @@ def test_glue_all_unwraps_numpy_scalars_to_equal_python_values(glued):
 ])
 def test_glue_all_refuses_values_it_cannot_glue_naming_the_key(glued, values, message):
     with pytest.raises(TypeError, match=message):
-        style.glue_all("c9_", values)
+        style.glue_all(values, "c9_")
     assert glued == []  # nothing is glued when one entry is bad
 
 
 def test_glue_all_refuses_a_non_mapping_and_a_non_string_prefix(glued):
     with pytest.raises(TypeError, match="values must be a dict"):
-        style.glue_all("c9_", [("a", 1.0)])
+        style.glue_all([("a", 1.0)], "c9_")
     with pytest.raises(TypeError, match="prefix must be a str"):
-        style.glue_all(None, {"a": 1.0})
+        style.glue_all({"a": 1.0}, None)
 
 
 class _FakeShell:

@@ -91,6 +91,18 @@ def test_float64_on_the_device_matches_the_float64_reference(device, variant, sh
         assert _rel_err(t.grad, r) <= tol
 
 
+def _assert_float32_accurate(loss, got, inputs, want, tau):
+    """The float32 loss and gradients of the device tensors ``got`` against the float64
+    reference of the (rounded) CPU ``inputs``, within the documented float32 bounds."""
+    a, p, n = inputs
+    assert loss.dtype == torch.float32
+    np.testing.assert_allclose(loss.detach().cpu().double().numpy(), want, rtol=_loss_tol(EPS32, tau), atol=0)
+    loss.mean().backward()
+    for t, r in zip(got, _reference_grads(a, p, n, tau, "standard")):
+        assert t.grad.dtype == torch.float32
+        assert _rel_err(t.grad, r) <= _grad_tol(EPS32, tau)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("shared", [True, False], ids=["shared", "per-anchor"])
 @pytest.mark.parametrize("tau", [0.07, 0.5])
@@ -99,12 +111,7 @@ def test_float32_on_the_device_is_within_the_documented_bound(device, shared, ta
     want = _reference_loss(a, p, n, tau, "standard")
     got = [t.to(device).requires_grad_() for t in (a, p, n)]
     loss = info_nce(*got, tau, reduction="none", chunk_size=CHUNK)
-    assert loss.dtype == torch.float32
-    np.testing.assert_allclose(loss.detach().cpu().double().numpy(), want, rtol=_loss_tol(EPS32, tau), atol=0)
-    loss.mean().backward()
-    for t, r in zip(got, _reference_grads(a, p, n, tau, "standard")):
-        assert t.grad.dtype == torch.float32
-        assert _rel_err(t.grad, r) <= _grad_tol(EPS32, tau)
+    _assert_float32_accurate(loss, got, (a, p, n), want, tau)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -119,12 +126,7 @@ def test_under_bfloat16_autocast_the_loss_keeps_float32_accuracy(device, shared,
     got = [t.to(device).requires_grad_() for t in (a, p, n)]
     with torch.autocast(device_type=device, dtype=torch.bfloat16):
         loss = info_nce(*got, tau, reduction="none", chunk_size=CHUNK)
-    assert loss.dtype == torch.float32
-    np.testing.assert_allclose(loss.detach().cpu().double().numpy(), want, rtol=_loss_tol(EPS32, tau), atol=0)
-    loss.mean().backward()
-    for t, r in zip(got, _reference_grads(a, p, n, tau, "standard")):
-        assert t.grad.dtype == torch.float32
-        assert _rel_err(t.grad, r) <= _grad_tol(EPS32, tau)
+    _assert_float32_accurate(loss, got, (a, p, n), want, tau)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -13,7 +13,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from myst_nb import glue
 
 from ..experiment.cache import cached
 from ..experiment.setup import ChapterContext, setup_chapter
@@ -49,14 +48,6 @@ def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> Cha
     """The chapter's set-up (see :func:`~infonce_book.experiment.setup.setup_chapter`)."""
     return setup_chapter(STEM, profile, device, seed, sizes=SIZES)
 
-
-def glue_all(values: dict, prefix: str = "") -> None:
-    """Glue every entry of ``values`` (plain floats, ints or strings) under ``prefix + key``, for
-    ``{glue:text}`` in the page's prose, without displaying them (one call per cell)."""
-    for key, value in values.items():
-        if isinstance(value, (np.floating, np.integer)):
-            value = value.item()  # glue cannot format NumPy scalars (myst-nb #615)
-        glue(f"{prefix}{key}", value, display=False)
 
 
 def parameters_summary(model, tau: float) -> dict:

@@ -15,7 +15,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from myst_nb import glue
 from scipy import optimize, special
 
 from ..experiment.cache import cached
@@ -54,14 +53,6 @@ def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> Cha
     """The chapter's set-up (see :func:`~infonce_book.experiment.setup.setup_chapter`)."""
     return setup_chapter(STEM, profile, device, seed, sizes=SIZES)
 
-
-def glue_all(values: dict, prefix: str = "") -> None:
-    """Glue every entry of ``values`` (plain numbers or strings) under ``prefix + key``, without
-    displaying it (one call per cell)."""
-    for key, value in values.items():
-        if isinstance(value, (np.floating, np.integer)):
-            value = value.item()  # glue cannot format NumPy scalars (myst-nb #615)
-        glue(f"{prefix}{key}", value, display=False)
 
 
 def _two_cluster_sample(n: int, dim: int, gen, dev):

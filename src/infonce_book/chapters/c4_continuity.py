@@ -17,7 +17,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from myst_nb import glue
 from scipy import integrate
 from scipy.special import logsumexp
 
@@ -72,15 +71,6 @@ def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> Cha
     """The chapter's set-up (see :func:`~infonce_book.experiment.setup.setup_chapter`)."""
     return setup_chapter(STEM, profile, device, seed, sizes=SIZES)
 
-
-def glue_all(values: dict, prefix: str) -> None:
-    """Glue every entry of ``values`` as ``<prefix><key>`` (not displayed)."""
-    for key, value in values.items():
-        if isinstance(value, (np.integer,)):
-            value = int(value)
-        elif isinstance(value, (np.floating,)):
-            value = float(value)
-        glue(f"{prefix}{key}", value, display=False)
 
 
 PERTURBATIONS = ("sparse", "dense", "parameter")

@@ -16,7 +16,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from myst_nb import glue
 
 from ..experiment.cache import cached
 from ..experiment.setup import ChapterContext, setup_chapter
@@ -81,17 +80,6 @@ def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> Cha
     """The chapter's set-up (see :func:`~infonce_book.experiment.setup.setup_chapter`)."""
     return setup_chapter(STEM, profile, device, seed, sizes=SIZES)
 
-
-def glue_all(values: dict, prefix: str) -> None:
-    """Glue every entry of ``values`` as ``<prefix><key>`` (not displayed): floats, ints, strings."""
-    for key, value in values.items():
-        if isinstance(value, (bool, np.bool_)):
-            value = str(bool(value))
-        elif isinstance(value, (np.integer,)):
-            value = int(value)
-        elif isinstance(value, (np.floating,)):
-            value = float(value)
-        glue(f"{prefix}{key}", value, display=False)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ The page constructs one :class:`DigitsSetup` (the experiment's fixed choices) in
 cell and passes it to the runners. Runners return tidy tables, cached by configuration (the
 trained embeddings' weights are part of :func:`train_embeddings`'s table); ``ledger_*`` functions
 turn tables into claims-ledger records and document their verdict rules; ``fig_*`` draw the
-page's figures; :func:`glue_values` glues a runner's summary into the page in one call.
+page's figures; the page glues a runner's summary with :func:`infonce_book.experiment.style.glue_all`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 import torch
-from myst_nb import glue
 
 from ..datasets import digits
 from ..experiment.cache import cached
@@ -674,16 +673,9 @@ def training_summary(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def glue_values(values: dict, prefix: str = "c6") -> None:
-    """Glue every entry of ``values`` as ``<prefix>_<key>`` (plain floats, ints and strings)."""
-    for key, value in values.items():
-        if isinstance(value, (np.floating, np.integer)):
-            value = value.item()
-        glue(f"{prefix}_{key}", value, display=False)
-
 
 def describe(setup: DigitsSetup, size: dict, kl_taus) -> dict:
-    """The parameters the page's prose quotes (glued by :func:`glue_values`)."""
+    """The parameters the page's prose quotes (glued by :func:`infonce_book.experiment.style.glue_all`)."""
     n_eval = min(setup.n_train, 1797 - setup.n_train)
     roles = _roles(size["taus"])
     return {"n_train": setup.n_train, "n_heldout": 1797 - setup.n_train, "n_eval": n_eval,

@@ -86,30 +86,29 @@ def _plain(key: str, value):
                     f"formats only those in {{glue:text}}), got {type(value).__name__}: {value!r}")
 
 
-def glue_all(prefix: str, values: dict) -> dict:
+def glue_all(values: dict, prefix: str = "") -> None:
     """Glue every entry of ``values`` under the name ``prefix + key``, hidden (``display=False``).
 
     One line in a chapter cell replaces a loop of ``glue`` calls: runners and ledger functions
-    return plain dictionaries, the page glues them with ``glue_all("c4_", summary)`` and the prose
+    return plain dictionaries, the page glues them with ``glue_all(summary, "c4_")`` and the prose
     refers to ``{glue:text}`c4_slope:.2f```.
 
     Args:
-        prefix: prepended to every key (a page uses its own, e.g. ``"c4_"``); may be ``""``.
         values: ``{key: value}`` with ``str`` keys and plain ``int``, ``float``, ``bool`` or
             ``str`` values. NumPy scalars are unwrapped to the equal Python value (myst-nb cannot
             apply a format spec to a NumPy scalar); anything else (arrays, tensors, lists) is an
             error, since ``{glue:text}`` could not format it.
+        prefix: prepended to every key (a page uses its own, e.g. ``"c4_"``); default ``""``.
 
-    Returns:
-        ``{glued name: value}``, the names and values actually glued.
+    Returns nothing, so that a call ending a cell displays nothing.
 
     Raises:
         TypeError: ``prefix`` is not a string, ``values`` is not a mapping, a key is not a
             string, or a value is not a plain scalar (the message names the key).
 
     Examples:
-        >>> glue_all("c0_", {"slope": np.float64(-1.0), "k_max": 1024})  # doctest: +SKIP
-        {'c0_slope': -1.0, 'c0_k_max': 1024}
+        >>> glue_all({"slope": np.float64(-1.0), "k_max": 1024}, "c0_")  # doctest: +SKIP
+        (glues c0_slope = -1.0 and c0_k_max = 1024 for {glue:text} in the prose)
     """
     if not isinstance(prefix, str):
         raise TypeError(f"glue_all: prefix must be a str, got {type(prefix).__name__}")
@@ -122,4 +121,3 @@ def glue_all(prefix: str, values: dict) -> dict:
         glued[prefix + key] = _plain(key, value)
     for name, value in glued.items():
         glue(name, value, display=False)
-    return glued
