@@ -32,7 +32,8 @@ _NEG_INF = float("-inf")
 
 # ---- autocast ----------------------------------------------------------------------------------
 
-def _autocast_enabled(device_type: str) -> bool:
+def autocast_enabled(device_type: str) -> bool:
+    """Whether autocast is on for ``device_type`` ("cpu", "cuda", ...)."""
     try:
         return torch.is_autocast_enabled(device_type)
     except TypeError:  # torch < 2.4 has one query per device type
@@ -43,7 +44,7 @@ def _autocast_enabled(device_type: str) -> bool:
 
 def autocast_off(device_type: str):
     """A context that switches autocast off for ``device_type`` if it is on (else does nothing)."""
-    if _autocast_enabled(device_type):
+    if autocast_enabled(device_type):
         return torch.autocast(device_type, enabled=False)
     return contextlib.nullcontext()
 
@@ -65,7 +66,7 @@ def without_autocast(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         device_type = _device_type(args, kwargs)
-        if device_type is not None and _autocast_enabled(device_type):
+        if device_type is not None and autocast_enabled(device_type):
             with torch.autocast(device_type, enabled=False):
                 return fn(*args, **kwargs)
         return fn(*args, **kwargs)

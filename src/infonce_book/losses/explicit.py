@@ -75,6 +75,7 @@ from ._common import (
     VARIANTS,
     LogSumExpState,
     RunningLogSumExp,
+    autocast_enabled,
     autocast_off,
     centred_logits,
     check_accumulate,
@@ -426,8 +427,11 @@ class _FusedInfoNCE(torch.autograd.Function):
     ``checks``: ``(tensor, name)`` pairs whose rows must have norm 1; their smallest and largest
     norms and the loss are read in one synchronisation after the loss is computed (the norms
     first, so that the negatives are in cache for the matrix multiply), and a failing check is
-    redone tensor by tensor for its message. Saves the inputs and the (B, k) softmax; a
-    backward pass with ``create_graph`` goes through :func:`_fused_embedding_lse` instead.
+    redone tensor by tensor for its message. Saves the inputs, the (B, k) softmax and the (B, 1)
+    ``l``; a backward pass with ``create_graph`` goes through :func:`_fused_embedding_lse`
+    instead. Written for a small fixed cost per call (it is what matters at this size): few
+    tensor operations, the row quantities kept as (B, 1) columns, nothing computed for a
+    backward pass in the forward one.
     """
 
     @staticmethod
@@ -435,9 +439,10 @@ class _FusedInfoNCE(torch.autograd.Function):
                 checks):
         lohi = _norm_range([x for x, _ in checks]) if checks else ()
         beta = 1.0 / tau
-        a, n = _as(anchor, dtype), _as(negatives, dtype)
-        s_pos = torch.linalg.vecdot(a, _as(positive, dtype))
-        if negatives.dim() == 2:
+        a = anchor if anchor.dtype == dtype else anchor.to(dtype)
+        n = negatives if negatives.dtype == dtype else negatives.to(dtype)
+        s_pos = torch.linalg.vecdot(a, positive if positive.dtype == dtype else positive.to(dtype))
+        if n.dim() == 2:
             z = torch.addmm(s_pos.unsqueeze(-1), a, n.T, beta=-beta, alpha=beta)
         else:
             z = torch.baddbmm(s_pos.view(-1, 1, 1), a.unsqueeze(1), n.transpose(1, 2), beta=-beta,
@@ -445,51 +450,62 @@ class _FusedInfoNCE(torch.autograd.Function):
         if exclude is not None:
             z.scatter_(1, exclude, _NEG_INF)
         q = torch.softmax(z, dim=-1)
-        lse = z.amax(dim=-1).sub_(q.amax(dim=-1).log_())  # log sum_j e^{z_ij}
-        s = None
-        if include_positive:
-            s = torch.sigmoid(lse)
-            lse = _softplus(lse)
-        out = reduce(lse, reduction)
-        out_finite = _raise_unless_checks_pass(checks, lohi, out)
-        if not out_finite:  # rows beyond the range (an error), or a mean whose sum overflows
-            check_finite_loss(lse, dtype, tau)
-            out = finite_reduction(out, lse, reduction, dtype, tau, known_finite=False)
-        ctx.save_for_backward(anchor, positive, negatives, q, s, s_pos, tau_tensor)
+        lse = z.amax(dim=-1, keepdim=True).sub_(q.amax(dim=-1, keepdim=True).log_())  # log sum_j e^{z_ij}
+        rows = _softplus(lse) if include_positive else lse
+        out = rows.mean() if reduction == "mean" else rows.sum() if reduction == "sum" else rows.view(-1)
+        if not _raise_unless_checks_pass(checks, lohi, out):  # rows beyond the range (an error), or a mean
+            rows = rows.view(-1)                               # whose sum overflows
+            check_finite_loss(rows, dtype, tau)
+            out = finite_reduction(out, rows, reduction, dtype, tau, known_finite=False)
+        ctx.save_for_backward(anchor, positive, negatives, q, lse, s_pos, tau_tensor)
         ctx.tau, ctx.include_positive, ctx.dtype, ctx.exclude, ctx.reduction = (tau, include_positive, dtype,
                                                                                 exclude, reduction)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        anchor, positive, negatives, q, s, s_pos, tau_tensor = ctx.saved_tensors
-        tail = (None,) * 6
-        tau, dtype, include_positive, exclude, reduction = (ctx.tau, ctx.dtype, ctx.include_positive, ctx.exclude,
-                                                            ctx.reduction)
+        anchor, positive, negatives, q, lse, s_pos, tau_tensor = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
+            tau, dtype, include_positive, exclude, reduction = (ctx.tau, ctx.dtype, ctx.include_positive,
+                                                                ctx.exclude, ctx.reduction)
+
             def recompute(a_, p_, n_, t_):
                 lse = _fused_embedding_lse(a_, p_, n_, tau if t_ is None else t_, include_positive, dtype, exclude)
                 return reduce(lse, reduction)
             return differentiable_backward(recompute, (anchor, positive, negatives, tau_tensor),
-                                           ctx.needs_input_grad[:4], grad) + tail
-        with autocast_off(grad.device.type):
-            return _fused_backward(ctx, _as(grad, dtype), anchor, positive, negatives, q, s, s_pos) + tail
+                                           ctx.needs_input_grad[:4], grad) + _TAIL6
+        device_type = grad.device.type
+        if autocast_enabled(device_type):
+            with torch.autocast(device_type, enabled=False):
+                return _fused_backward(ctx, grad, anchor, positive, negatives, q, lse, s_pos)
+        return _fused_backward(ctx, grad, anchor, positive, negatives, q, lse, s_pos)
 
 
-def _fused_backward(ctx, g, anchor, positive, negatives, q, s, s_pos):
+_TAIL6 = (None,) * 6
+
+
+def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos):
+    """The first derivatives of :class:`_FusedInfoNCE` (its docstring has the formulas), as the
+    ten outputs of its backward pass."""
     need_a, need_p, need_n, need_tau = ctx.needs_input_grad[:4]
-    dtype, B = ctx.dtype, q.shape[0]
+    dtype = ctx.dtype
+    if g.dtype != dtype:
+        g = g.to(dtype)
+    if g.dim():  # reduction "none": one upstream gradient per row
+        g = g.unsqueeze(-1)
     beta = 1.0 / ctx.tau
-    c = -beta / B if ctx.reduction == "mean" else -beta
-    if s is None:  # decoupled: every row's weights sum to 1
-        s = torch.ones_like(s_pos)
-    neg_f = torch.addcmul(_zero(dtype, q.device), s, g, value=c).unsqueeze(-1)  # -f = (c s) g, (B, 1)
+    c = -beta / q.shape[0] if ctx.reduction == "mean" else -beta
+    if ctx.include_positive:  # -f = (c s) g, (B, 1)
+        neg_f = torch.addcmul(_zero(dtype, q.device), torch.sigmoid(lse), g, value=c)
+    else:  # every row's weights sum to 1: s = 1
+        neg_f = (g * c).expand_as(lse)
     shared = negatives.dim() == 2
-    a, n = _as(anchor, dtype), _as(negatives, dtype)
+    a = anchor if anchor.dtype == dtype else anchor.to(dtype)
+    n = negatives if negatives.dtype == dtype else negatives.to(dtype)
     grad_a = grad_p = grad_n = grad_tau = None
     if need_a or need_tau:
         # p_i - sum_j q_ij n_j, in one matrix multiply
-        p = _as(positive, dtype)
+        p = positive if positive.dtype == dtype else positive.to(dtype)
         if shared:
             diff = torch.addmm(p, q, n, alpha=-1.0)
         else:
@@ -498,13 +514,17 @@ def _fused_backward(ctx, g, anchor, positive, negatives, q, s, s_pos):
             grad_tau = (-(neg_f.squeeze(-1) * torch.linalg.vecdot(a, diff)).sum() * beta).reshape(())
         if need_a:
             grad_a = diff.mul_(neg_f)
+            if grad_a.dtype != anchor.dtype:
+                grad_a = grad_a.to(anchor.dtype)
     if need_p or need_n:
         fa = a * neg_f  # -f a
         if need_p:
-            grad_p = fa
+            grad_p = fa if fa.dtype == positive.dtype else fa.to(positive.dtype)
         if need_n:
             grad_n = (torch.mm(q.T, fa) if shared else q.unsqueeze(-1) * fa.unsqueeze(1)).neg_()
-    return grad_like(grad_a, anchor), grad_like(grad_p, positive), grad_like(grad_n, negatives), grad_tau
+            if grad_n.dtype != negatives.dtype:
+                grad_n = grad_n.to(negatives.dtype)
+    return grad_a, grad_p, grad_n, grad_tau, None, None, None, None, None, None
 
 
 _ZEROS = {}
@@ -547,17 +567,26 @@ def _raise_unless_checks_pass(checks, lohi, out=None) -> bool:
     message) where a norm check fails. Returns whether ``out`` is finite (True without ``out``)."""
     stats = list(lohi)
     if out is not None:
-        total = out.detach() if out.dim() == 0 else out.detach().sum()
-        stats.append(total if not stats or total.dtype == stats[0].dtype else total.to(stats[0].dtype))
+        stats.append(out.detach() if out.dim() == 0 else out.detach().sum())
     if not stats:
         return True
-    values = torch.stack(stats).tolist()
+    values = _read_floats(stats)
     if checks:
         tol = min(unit_norm_tolerance(x.dtype) for x, _ in checks)
         if not (1.0 - tol <= values[0] and values[1] <= 1.0 + tol):  # also False for NaN
             for x, name in checks:
                 check_unit_norm(x, name)
     return out is None or math.isfinite(values[-1])
+
+
+def _read_floats(scalars):
+    """The values of 0-d tensors as floats, in one synchronisation: one transfer of their stack
+    on an accelerator; ``item()`` each on the CPU, where there is nothing to wait for and a
+    stack would be one more tensor operation."""
+    if scalars[0].device.type == "cpu":
+        return [x.item() for x in scalars]
+    common = scalars[0].dtype
+    return torch.stack([x if x.dtype == common else x.to(common) for x in scalars]).tolist()
 
 
 def embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, include_positive, chunk_size, dtype,
