@@ -89,7 +89,7 @@ gpu-check-rehearse: $(VENV)/.installed
 	PIP_NO_INDEX=1 bash scripts/gpu_check.sh --rehearse
 
 test: $(VENV)/.installed
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/python -m pytest
 
 clean:

@@ -252,8 +252,6 @@ def _prepare(method, cfg, device, inputs) -> dict:
 
     Returns ``{"calls": {name: (pass, fn)}, ...result fields}``; the matrix-multiply ceiling has
     two ways (one whole product, chunk by chunk) and no memory figure."""
-    import torch
-
     mcfg = dict(cfg, method=method)
     a, p, n = inputs
     if method == "matmul":
@@ -311,7 +309,7 @@ def run_child(cfg) -> None:
             prepared[method] = _prepare(method, cfg, device, inputs)
             line = {k: v for k, v in prepared[method].items() if k != "calls"}
             line["status"] = "failed (while timing)"  # replaced by the final line
-        except Exception as exc:  # noqa: BLE001 - recorded in the table; the next method still runs
+        except Exception as exc:  # recorded in the table; the next method still runs
             line = {"status": _failure(exc)}
             if device.type == "cuda":
                 torch.cuda.empty_cache()
@@ -486,7 +484,6 @@ def markdown_report(df, meta) -> str:
         best_peer = max(peers) if peers else None
         c_fwd, c_fb = g("matmul", "fwd_rate"), g("matmul", "fb_rate")
         ms, mm_ = g("streaming", "peak_fb_bytes"), g("materialised", "peak_fb_bytes")
-        mp = g("info-nce-pytorch", "peak_fb_bytes")
 
         def cell(m, col, fmt):
             v = g(m, col)

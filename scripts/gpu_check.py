@@ -399,7 +399,7 @@ def cmd_probe(args) -> int:
             except metadata.PackageNotFoundError:
                 version = getattr(m, "__version__", "?")
             out["modules"][mod] = {"version": version, "origin": origin(getattr(m, "__file__", ""))}
-        except Exception as err:  # noqa: BLE001 - recorded, not raised
+        except Exception as err:  # recorded, not raised
             out["modules"][mod] = {"error": f"{type(err).__name__}: {err}"}
     try:
         import torch
@@ -413,7 +413,7 @@ def cmd_probe(args) -> int:
                                 memory_gib=round(props.total_memory / 2**30, 1),
                                 multiprocessors=props.multi_processor_count,
                                 bf16_supported=torch.cuda.is_bf16_supported())
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         out["torch"] = {"error": f"{type(err).__name__}: {err}"}
     # Every carried distribution's requirements, against what this environment has.
     unmet = []
@@ -433,7 +433,7 @@ def cmd_probe(args) -> int:
                     continue
                 if req.specifier and not req.specifier.contains(have, prereleases=True):
                     unmet.append(f"{dist.metadata['Name']} needs {req}: found {have}")
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         unmet.append(f"could not check requirements: {type(err).__name__}: {err}")
     out["unmet_requirements"] = sorted(set(unmet))
     print(json.dumps(out))
@@ -518,7 +518,7 @@ def run_direct(chapter: str, *, profile: str, device: str, seed: int, build_dir:
     for i, (tags, src) in enumerate(cells):
         if "parameters" in tags:
             src += f"\nprofile = {profile!r}\ndevice = {device!r}\nseed = {int(seed)!r}"
-        exec(compile(src, f"<{chapter} cell {i}>", "exec"), namespace)  # noqa: S102 - the book's own code
+        exec(compile(src, f"<{chapter} cell {i}>", "exec"), namespace)  # the book's own code
         import matplotlib.pyplot as plt
 
         plt.close("all")
@@ -835,7 +835,7 @@ class Run:
                     getattr(self, f"stage_{stage}")()
         except KeyboardInterrupt:
             self.timings["skipped"].append("interrupted")
-        except Exception as err:  # noqa: BLE001 - the bundle is written whatever happened
+        except Exception as err:  # the bundle is written whatever happened
             self.timings["skipped"].append(f"orchestrator error: {type(err).__name__}: {err}")
             self.timings.setdefault("errors", []).append(f"{type(err).__name__}: {err}")
         finally:

@@ -1,0 +1,135 @@
+"""Where the time of a small InfoNCE call goes: the fused path against ``F.cross_entropy``.
+
+At B = 32 anchors and k = 1e3 shared negatives (the smallest size of ``bench_infonce.py``) one
+forward+backward call takes a few tenths of a millisecond, and the two matrix multiplies (scores
+``A N^T`` and the weighted sum ``Q N``) are about a third to two thirds of it. This script times,
+in one process and interleaved (so that all see the same machine load), the fastest of many
+forward+backward calls of
+
+* ``materialised``: ``F.cross_entropy`` over the ``B x (k + 1)`` logits (as in the benchmark);
+* ``info_nce``: :func:`infonce_book.losses.info_nce` as a user calls it (argument checks, the
+  unit-norm checks of anchors, positives and negatives, the fused path);
+* ``fused``: the fused autograd function that :func:`info_nce` calls at this size, called
+  directly (no argument checks; the unit-norm checks on): the difference to ``info_nce`` is the
+  cost of checking the arguments' types, shapes and options in Python;
+* ``fused, no norm check``: the same without the unit-norm checks (not a public entry point: it
+  shows what the norm checks cost, the one piece of work the materialised loss does not do);
+* ``matmul``: the two matrix multiplies alone (the floor of any exact method).
+
+and writes a markdown table (microseconds per call and the ratio to ``materialised``; above 1 is
+faster). Usage::
+
+    python benchmarks/fused_overhead.py --threads 1 [--repeats 3000] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import time
+
+
+def _time_calls(fns, repeats):
+    """Fastest forward+backward time (seconds) of each callable, interleaved call by call; the
+    order rotates every round, so that no method always follows the same one (the caches and the
+    allocator are left in a state that depends on the call before)."""
+    best = {name: float("inf") for name in fns}
+    names = list(fns)
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fn = fns[name]
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def measure(B, d, k, tau, repeats, seed=0):
+    """``{method: seconds}`` for one size (see the module docstring for the methods)."""
+    import torch
+    import torch.nn.functional as F
+
+    from infonce_book.losses import info_nce
+    from infonce_book.losses.explicit import _FusedInfoNCE
+
+    g = torch.Generator().manual_seed(seed)
+
+    def unit(*shape):
+        return F.normalize(torch.randn(*shape, generator=g), dim=-1)
+
+    a, p, n = unit(B, d).requires_grad_(), unit(B, d).requires_grad_(), unit(k, d)
+    zeros = torch.zeros(B, dtype=torch.long)
+    checks = ((a, "anchor"), (p, "positive"), (n, "negatives"))
+    q = torch.softmax(a.detach() @ n.T / tau, dim=-1)
+
+    def fb(loss):
+        def call():
+            a.grad = p.grad = None
+            loss().backward()
+        return call
+
+    def materialised():
+        logits = torch.cat([(a * p).sum(-1, keepdim=True), a @ n.T], dim=1) / tau
+        return F.cross_entropy(logits, zeros)
+
+    def matmul():
+        with torch.no_grad():
+            torch.mm(a, n.T)
+            torch.mm(q, n)
+
+    fns = {
+        "materialised": fb(materialised),
+        "info_nce": fb(lambda: info_nce(a, p, n, tau)),
+        "fused": fb(lambda: _FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None, "mean", checks)),
+        "fused, no norm check": fb(lambda: _FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None,
+                                                                "mean", ())),
+        "matmul": matmul,
+    }
+    for fn in fns.values():  # warm-up
+        for _ in range(50):
+            fn()
+    return _time_calls(fns, repeats)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the benchmark)")
+    parser.add_argument("--repeats", type=int, default=3000, help="calls per method (the fastest is kept)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--k", type=int, default=1000)
+    parser.add_argument("--dims", type=int, nargs="+", default=[64, 256])
+    parser.add_argument("--tau", type=float, default=0.1)
+    parser.add_argument("--out", default=None, help="write the table here too (markdown)")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    lines = [
+        f"# Fused InfoNCE path: where the time goes (B = {args.batch_size}, k = {args.k}, tau = {args.tau})",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} logical cores; torch "
+        f"{torch.__version__}; {torch.get_num_threads()} thread(s); date {datetime.date.today()}; load average "
+        f"before the run {load}. Fastest of {args.repeats} interleaved forward+backward calls each (`matmul`: "
+        f"the two products alone, without autograd). Generated by `benchmarks/fused_overhead.py`.",
+        "",
+        "| d | method | time per call (us) | materialised / method |",
+        "|---|---|---|---|",
+    ]
+    for d in args.dims:
+        best = measure(args.batch_size, d, args.k, args.tau, args.repeats)
+        ref = best["materialised"]
+        for name, t in best.items():
+            lines.append(f"| {d} | {name} | {t * 1e6:.0f} | {ref / t:.2f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(text)
+
+
+if __name__ == "__main__":
+    main()
