@@ -87,6 +87,14 @@ def measure(B, d, k, tau, repeats, seed=0):
                                                                 "mean", ())),
         "matmul": matmul,
     }
+    # The timed callables compute one and the same loss (else the comparison means nothing).
+    with torch.no_grad():
+        reference = float(materialised())
+        values = {"info_nce": float(info_nce(a, p, n, tau)),
+                  "fused": float(_FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None, "mean", checks))}
+    for name, value in values.items():
+        if abs(value - reference) > 1e-5 * abs(reference):
+            raise RuntimeError(f"{name} gives {value!r}, F.cross_entropy {reference!r}: not the same loss")
     for fn in fns.values():  # warm-up
         for _ in range(50):
             fn()
