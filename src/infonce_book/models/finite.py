@@ -1,5 +1,5 @@
 """The finite reference model: ``pi`` on N points and a row-stochastic ``M``; everything exact
-(book, C2 chapter). Its points are indices ``0 .. N-1`` (so one data point has shape ``()``), each
+(book, Chapter 2). Its points are indices ``0 .. N-1`` (so one data point has shape ``()``), each
 with an embedding vector on the unit sphere.
 """
 
@@ -36,7 +36,7 @@ def _as_float64_array(x, name: str, ndim: int) -> np.ndarray:
 
 @register("finite")
 class FiniteModel(ReferenceModel):
-    """A data distribution on N points, where everything is exact (book, C2 chapter).
+    """A data distribution on N points, where everything is exact (book, Chapter 2).
 
     Args:
         pi: (N,) data distribution: entries > 0 summing to 1.
@@ -143,7 +143,7 @@ class FiniteModel(ReferenceModel):
         return float(exact_bias(self, [check_k(k)], tau, variant)[0])
 
     def exact_centred_risk(self, k, tau, variant: str = "standard") -> float:
-        """``L_k - log k``, exact for any k (book, C1 chapter, eq. ``c1-eq-frullani``)."""
+        """``L_k - log k``, exact for any k (book, Chapter 1, eq. ``c1-eq-frullani``)."""
         return self.limit_risk(tau) + self.exact_bias(k, tau, variant)
 
     def enumerate_centred_risk(self, k, tau, variant: str = "standard") -> float:
@@ -223,7 +223,7 @@ class FiniteModel(ReferenceModel):
         ``"laplace"`` (exact for any k: ``L_inf - beta * SNIS bias + E log T_dec`` by 1-D
         integrals), ``"monte_carlo"`` (a 95% interval), or ``"auto"`` (enumeration when
         ``N^k <= 20000``, else laplace). Returns a :class:`SearchCrossEntropy` whose ``method``
-        says which was used. Returns an :class:`~infonce_book.theory.stats.Estimate`. Source: book, C2 chapter, Theorem ``c2-thm-search``.
+        says which was used. Returns an :class:`~infonce_book.theory.stats.Estimate`. Source: book, Chapter 2, Theorem ``c2-thm-search``.
         """
         k = check_k(k, meaning="database size")
         tau = check_tau(tau)

@@ -70,7 +70,7 @@ class GaussianModel(ReferenceModel):
     def density_ratio_second_moment(self, x_norm) -> np.ndarray:
         """``R(x) = E_pi m(x, .)^2 = (1 - rho^4)^{-dim/2} exp(rho^2 |x|^2 / (1 + rho^2))`` as a
         function of ``|x|`` (array-like >= 0); finite for every ``|rho| < 1``.
-        Source: book, C2 chapter (Gaussian integral, coordinate by coordinate)."""
+        Source: book, Chapter 2 (Gaussian integral, coordinate by coordinate)."""
         r = np.asarray(x_norm, dtype=np.float64)
         if not np.all(np.isfinite(r)) or np.any(r < 0):
             raise ValueError("x_norm must hold norms |x| >= 0 (finite)")
@@ -79,7 +79,7 @@ class GaussianModel(ReferenceModel):
 
     def chi2_second_moment(self) -> float:
         """``R_bar = E_x E_pi m(x, .)^2 = 1 + chi^2(law of (x, x+) || pi x pi) = (1 - rho^2)^{-dim}``
-        (book, C2 chapter, assumption (A)); finite for every ``|rho| < 1``."""
+        (book, Chapter 2, assumption (A)); finite for every ``|rho| < 1``."""
         return float(math.exp(-self.dim * math.log1p(-self.rho**2)))
 
     def exact_search_gap_of_direction(self, ks, tau, *, n_r: int = 24, n_theta: int = 32,
@@ -87,7 +87,7 @@ class GaussianModel(ReferenceModel):
         """``E H(M_hat_k, Q_hat_k) - L_k`` for the embedding ``phi(x) = x/|x|``, by quadrature.
 
         The model has no embedding of its own; this is the book's exact reference for it
-        (C2 chapter): given the anchor, 2-D Gauss--Legendre sums in polar coordinates about x,
+        (Chapter 2): given the anchor, 2-D Gauss--Legendre sums in polar coordinates about x,
         Laplace representations of the self-normalised average and of
         ``log T_k - log T_k^dec`` (trapezoid rule in log t), and a composite Gauss--Legendre
         rule in ``|x|`` with the chi density (``per_panel`` nodes per unit-length panel).
@@ -102,7 +102,7 @@ class GaussianModel(ReferenceModel):
             quadrature diagnostics ``mass_err``, ``em_err`` (``|E_pi m - 1|`` before
             normalisation), ``em2_rel_err`` (``E_pi m^2`` against its closed form) and
             ``k1_identity`` (``|E I_hat_1 - E_pi s|``), each the worst over the anchors.
-        Source: book, C2 chapter, Theorem ``c2-thm-search``.
+        Source: book, Chapter 2, Theorem ``c2-thm-search``.
         """
         beta = 1.0 / check_tau(tau)
         ks = [check_k(k, meaning="database size") for k in np.atleast_1d(ks)]
@@ -131,7 +131,7 @@ class GaussianModel(ReferenceModel):
 
 
 # ---------------------------------------------------------------------------------------------
-# The search gap of the direction embedding phi(x) = x/|x| (book, C2 chapter), exactly.
+# The search gap of the direction embedding phi(x) = x/|x| (book, Chapter 2), exactly.
 #
 # Given the anchor x, everything depends on x only through R0 = |x|. In polar coordinates
 # y = (R, theta) about x (R = |y|, theta the angle between x and y), the data law has independent

@@ -180,7 +180,7 @@ class VonMisesFisher(ReferenceModel):
 
     def kl_softmax_vs_data(self, tau) -> float:
         """``KL(Q_tau(x, .) || pi)`` for phi = identity: ``Q_tau(x, .)`` is vMF(x, 1/tau), so the
-        KL is ``beta A_p(beta) - log Z_p(beta)`` nats (book, C3 chapter); ``~ 1/(2 p tau^2)`` as
+        KL is ``beta A_p(beta) - log Z_p(beta)`` nats (book, Chapter 3); ``~ 1/(2 p tau^2)`` as
         tau -> infinity."""
         beta = 1.0 / check_tau(tau)
         return float(beta * mean_resultant_length(self.dim, beta) - self.log_partition(beta))
@@ -289,7 +289,7 @@ class VonMisesFisher(ReferenceModel):
 
         Accurate to about 1e-9 absolute for k up to 10^6 (dim 3: closed-form Laplace transform;
         other dims: Gauss--Jacobi quadrature of the 1-D density of ``<x, y>``).
-        Source: book, C1 chapter, eq. ``c1-eq-frullani``.
+        Source: book, Chapter 1, eq. ``c1-eq-frullani``.
         """
         return self.limit_risk(tau) + self.exact_bias(k, tau, variant)
 
@@ -303,7 +303,7 @@ class VonMisesFisher(ReferenceModel):
         ``method="monte_carlo"``: ``n_queries`` queries with k unseen uniform database items each,
         seeded, on ``device``; a 95% interval.
         Returns an :class:`~infonce_book.theory.stats.Estimate` (``method`` says how it was
-        computed). Source: book, C2 chapter, Theorem ``c2-thm-search``.
+        computed). Source: book, Chapter 2, Theorem ``c2-thm-search``.
         """
         k = check_k(k, meaning="database size")
         tau = check_tau(tau)
@@ -427,7 +427,7 @@ class VonMisesFisher(ReferenceModel):
         return {"gamma": e_vv - 1.0, "delta": e_v2v - e_v2 - 2.0 * e_vv + 2.0, "E_VV": e_vv}
 
     def in_batch_bias_coefficients(self, tau, form: str = "clip") -> tuple:
-        """``(c1, c2)`` of the in-batch forms (book, C1 chapter, in-batch section): with ``k``
+        """``(c1, c2)`` of the in-batch forms (book, Chapter 1, in-batch section): with ``k``
         negatives per row (``B - 1`` for ``"clip"``, ``2B - 2`` for ``"nt_xent"``),
         ``k (L_B - log k - L_inf) = c1 + c2/k + O(k^-2)``. CLIP: InfoNCE's ``c1, c2``
         (Proposition ``c1-prop-clip``); NT-Xent: ``c1 - gamma/2`` and

@@ -2,7 +2,7 @@
 
 A chapter *uses* an earlier chapter when its page refers to it: ``{doc}`` to the page, or
 ``{prf:ref}``, ``{eq}``, ``{numref}``, ``{ref}`` to one of its labels (labels carry the chapter's
-prefix, ``c4-thm-lipschitz``; see README "Layout"). References forward ("the C5 chapter uses this
+prefix, ``c4-thm-lipschitz``; see README "Layout"). References forward ("Chapter 5 uses this
 bound") are pointers, not prerequisites, and are not counted: the path follows the book's order. The pipeline puts :func:`reading_path_markdown` into
 the page holding ``<!-- infonce-book: reading-path -->`` (the intro): a table of the direct uses
 and a small diagram (an inline SVG drawn here, no external tool) of the uses that are not implied

@@ -580,7 +580,7 @@ def search_bias_constant_l2(tau, *, second_moment) -> float:
     Raises:
         ValueError: tau not in (0, inf); second_moment not a finite number >= 1.
         OverflowError: e^{2 beta} exceeds float64.
-    Source: book, C2 chapter, Lemma ``c2-lem-snis`` and Theorem ``c2-thm-search``.
+    Source: book, Chapter 2, Lemma ``c2-lem-snis`` and Theorem ``c2-thm-search``.
     """
     beta = 1.0 / check_tau(tau)
     r_bar = check_real(second_moment, "second_moment")
@@ -600,7 +600,7 @@ def snis_bias_constant(*, var_m: float, var_mf: float, cov_mf: float, mean_f: fl
     Args:
         var_m: ``Var(m) = E m^2 - 1 >= 0``. var_mf: ``Var(m f) >= 0``. cov_mf: ``Cov_M(m, f)``
             under the target ``M = m P``. mean_f: ``I`` in [-1, 1].
-    Source: book, C2 chapter, Lemma ``c2-lem-snis``.
+    Source: book, Chapter 2, Lemma ``c2-lem-snis``.
     """
     var_m, var_mf = check_nonneg(var_m, "var_m"), check_nonneg(var_mf, "var_mf")
     cov_mf, mean_f = check_real(cov_mf, "cov_mf"), check_real(mean_f, "mean_f")

@@ -1,4 +1,4 @@
-"""Monte Carlo estimators with confidence intervals (book, C1 chapter, "Monte Carlo").
+"""Monte Carlo estimators with confidence intervals (book, Chapter 1, "Monte Carlo").
 
 :func:`monte_carlo_bias` estimates ``L_k - log k - L_inf`` for the vMF model by sampling whole
 tuples (anchor, positive, k negatives) on the chosen device, scoring them with the library's
@@ -15,7 +15,7 @@ Both come with normal-theory 95% intervals (mean +- z sd / sqrt(n)).
 
 For a learned embedding, whose weight laws are unknown, :func:`plugin_weight_moments` forms the
 moments of finite (empirical) laws given by similarities to held-out draws,
-:func:`plugin_bias_coefficients` the constants ``c1(x), c2(x)`` of the C1 chapter from them, and
+:func:`plugin_bias_coefficients` the constants ``c1(x), c2(x)`` of Chapter 1 from them, and
 :func:`finite_law_monte_carlo` measures the finite-k risk, bias, positive term and top-1
 retrieval of tuples drawn from the same laws (digits chapter).
 """
@@ -60,7 +60,7 @@ def monte_carlo_bias(model, k: int, tau: float, n_tuples: int, *, variant: str =
         level: interval level, in (0, 1).
     Returns:
         dict with ``plain`` and ``cv`` :class:`~infonce_book.theory.stats.Estimate` objects, ``n_tuples``, ``device``.
-    Source: book, C1 chapter, "Monte Carlo estimates".
+    Source: book, Chapter 1, "Monte Carlo estimates".
     """
     if not getattr(model, "identity_embedding", False):
         raise TypeError(f"model must live on the sphere with the identity embedding and closed-form weight "
@@ -113,7 +113,7 @@ IN_BATCH_FORMS = ("clip", "nt_xent")
 
 def in_batch_negatives(form: str, batch_size: int) -> int:
     """Negatives per row of an in-batch loss: ``B - 1`` for CLIP (each direction), ``2B - 2`` for
-    NT-Xent (book, C1 chapter, in-batch section)."""
+    NT-Xent (book, Chapter 1, in-batch section)."""
     check_choice(form, "form", IN_BATCH_FORMS)
     B = check_at_least(batch_size, "batch_size", 2, "an in-batch row needs one other pair as negatives")
     return B - 1 if form == "clip" else 2 * B - 2
@@ -158,7 +158,7 @@ def monte_carlo_in_batch_bias(model, batch_size: int, tau: float, n_batches: int
                               device="auto", seed: int = 0, level: float = 0.95,
                               max_elements: int = 2**22) -> dict:
     """Monte Carlo estimate of ``L^form_B - log k - L_inf`` for the in-batch losses on the vMF
-    model (book, C1 chapter, in-batch section), with intervals.
+    model (book, Chapter 1, in-batch section), with intervals.
 
     Each of ``n_batches`` independent batches holds ``batch_size`` pairs ``(x_i, x_i^+)`` drawn with
     the model's samplers; every row (CLIP: both directions; NT-Xent: all 2B views) is scored in
@@ -241,7 +241,7 @@ def plugin_weight_moments(s_pos: torch.Tensor, s_neg: torch.Tensor, tau) -> dict
         ``U``); ``v2, v3, v4`` (central moments of ``V``); ``s_pos_mean`` (``E[s+ | x]``); and
         ``limit_risk`` (the anchor's term ``-beta E[s+ | x] + log mu(x)`` of ``L_inf``). All are
         formed in log space (``V <= M``, nothing overflows).
-    Source: book, C1 chapter, Theorem ``c1-thm-rate`` (the moments of ``c_1, c_2``).
+    Source: book, Chapter 1, Theorem ``c1-thm-rate`` (the moments of ``c_1, c_2``).
 
     Examples:
         >>> m = plugin_weight_moments(torch.zeros(1, 2), torch.tensor([[0.0, 1.0]]), 1.0)
@@ -269,7 +269,7 @@ def plugin_bias_coefficients(moments: dict, variant: str = "standard", order: in
 
     ``c1(x) = u1 - v2/2`` (standard) or ``-v2/2`` (decoupled); ``c2`` as derived with sympy by
     :func:`infonce_book.theory.symbolic.bias_expansion`. Returns float64 arrays of shape (n,).
-    Source: book, C1 chapter, Theorem ``c1-thm-rate`` and Proposition ``c1-prop-second-order``.
+    Source: book, Chapter 1, Theorem ``c1-thm-rate`` and Proposition ``c1-prop-second-order``.
     """
     check_choice(variant, "variant", VARIANTS)
     if order not in (1, 2, 3):
@@ -309,7 +309,7 @@ def finite_law_monte_carlo(s_pos: torch.Tensor, s_neg: torch.Tensor, tau, ks, *,
             draws are the same whichever are asked for).
     Returns:
         dict of float64 NumPy arrays of shape ``(n, len(ks))`` under the names asked for, and ``ks``.
-    Source: book, C1 chapter (eq. ``c1-eq-T`` and the control variates of its Monte Carlo section).
+    Source: book, Chapter 1 (eq. ``c1-eq-T`` and the control variates of its Monte Carlo section).
     """
     _check_similarity_laws(s_pos, s_neg)
     beta = 1.0 / check_tau(tau)

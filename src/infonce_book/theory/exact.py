@@ -208,7 +208,7 @@ def exact_bias(model, ks, tau, variant: str = "standard", *, closed_form: bool =
         float64 array of shape (len(ks),), in nats; optionally ``(values, abs_error)``.
     Raises:
         TypeError: the model has no ``anchor_laws`` (no exact reference for it).
-    Source: book, C1 chapter, eq. ``c1-eq-frullani``.
+    Source: book, Chapter 1, eq. ``c1-eq-frullani``.
     """
     if not callable(getattr(model, "anchor_laws", None)):
         raise TypeError(f"model must provide anchor_laws(beta) (the vMF and the finite model do), "
@@ -263,7 +263,7 @@ def snis_bias(m, f, p, ks) -> tuple[np.ndarray, float]:
         ks: integers >= 1.
     Returns:
         ``(bias for each k, absolute error estimate)``.
-    Source: book, C2 chapter, Lemma ``c2-lem-snis``.
+    Source: book, Chapter 2, Lemma ``c2-lem-snis``.
     """
     m, f, p = (np.asarray(a, dtype=np.float64) for a in (m, f, p))
     for name, a in (("m", m), ("f", f), ("p", p)):
@@ -314,7 +314,7 @@ def expected_log_T_blocks(block_values, block_weights, pos_values, pos_weights, 
 
     ``S_j`` is the sum of the ``block`` normalised negative weights of one block (``E S = block``):
     ``block = 1`` is InfoNCE with ``k = n`` negatives; ``block = 2`` is NT-Xent, whose negatives
-    come in ``n = B - 1`` pairs of views (book, C1 chapter, in-batch section). With ``k = block n``
+    come in ``n = B - 1`` pairs of views (book, Chapter 1, in-batch section). With ``k = block n``
     and ``t = u/k`` in Frullani's integral,
 
         E log T = int_0^inf (e^{-k t} - L_U(t) L_S(t)^n) dt / t,
@@ -336,7 +336,7 @@ def expected_log_T_blocks(block_values, block_weights, pos_values, pos_weights, 
     Raises:
         ValueError: shapes, weights that are not probabilities, non-positive values, block not 1
         or 2, step not > 0.
-    Source: book, C1 chapter, eq. ``c1-eq-frullani`` and Proposition ``c1-prop-ntxent``.
+    Source: book, Chapter 1, eq. ``c1-eq-frullani`` and Proposition ``c1-prop-ntxent``.
     """
     S, wS, U, wU = (np.asarray(a, dtype=np.float64) for a in (block_values, block_weights, pos_values, pos_weights))
     for name, a in (("block_values", S), ("block_weights", wS), ("pos_values", U), ("pos_weights", wU)):

@@ -1,4 +1,4 @@
-"""Empirical similarity-search kernels over a database (book: notation page; C2 chapter).
+"""Empirical similarity-search kernels over a database (book: notation page; Chapter 2).
 
 For a query ``x`` and a database ``x_1 .. x_k``:
 
@@ -55,7 +55,7 @@ def search_cross_entropy(s_db: torch.Tensor, log_m_db: torch.Tensor, tau) -> tor
 
     Raises:
         ValueError: shapes differ or are not (B, k); NaN/inf entries; tau not in (0, inf).
-    Source: book, C2 chapter, Theorem ``c2-thm-search``.
+    Source: book, Chapter 2, Theorem ``c2-thm-search``.
     """
     _check_db(s_db, "s_db")
     _check_db(log_m_db, "log_m_db")
@@ -134,7 +134,7 @@ def empirical_kl_softmax_interval(queries: torch.Tensor, sample: torch.Tensor, t
 
 def monte_carlo_search_cross_entropy(sample_batch, k: int, n_queries: int, tau: float, batch_size: int) -> Estimate:
     """Monte Carlo mean of ``H(M_hat_k, Q_hat_k) - log k`` over ``n_queries`` queries, with a 95%
-    normal interval (book, C2 chapter).
+    normal interval (book, Chapter 2).
 
     ``sample_batch(n)`` returns ``(s_db, log_m_db)`` of shape (n, k) for n fresh queries (each with
     its own database of k unseen items): the similarities and log density ratios.

@@ -6,7 +6,7 @@ Chapter C1 (the O(1/k) rate). Fix an anchor ``x`` and write, with ``mu = E[W | x
 * ``U = W+ / mu`` for the positive weight (raw moments ``u1, u2, u3, ...``),
 * ``T = (U + sum_{j<=k} V_j) / k`` (standard) or ``T = sum_j V_j / k`` (decoupled),
 
-so that ``L_k - log k - L_inf = E_x E[log T | x]`` (book, C1 chapter, Lemma ``c1-lem-identity``). Then
+so that ``L_k - log k - L_inf = E_x E[log T | x]`` (book, Chapter 1, Lemma ``c1-lem-identity``). Then
 ``E[log T | x] = c1/k + c2/k^2 + c3/k^3 + O(k^-4)`` with coefficients that are polynomials in the
 moments. :func:`bias_expansion` derives them: the cumulants of the sample mean of k i.i.d. copies
 of ``V - 1`` are ``kappa_r / k^(r-1)``; its moments follow from the cumulant generating function;
@@ -70,7 +70,7 @@ def mean_moments(N: int, block: int = 1) -> dict:
 
     The cumulants of a mean of ``n`` i.i.d. copies are ``kappa_r / n^(r-1)``; with ``n = k/block``
     they are ``kappa_r (block epsilon)^(r-1)``. ``block = 1``: InfoNCE's ``k`` negatives;
-    ``block = 2``: NT-Xent's ``k/2`` pairs of views (book, C1 chapter, in-batch section).
+    ``block = 2``: NT-Xent's ``k/2`` pairs of views (book, Chapter 1, in-batch section).
     """
     kap = _cumulants_in_central_moments(N)
     kap_mean = {r: kap[r] * (block * eps) ** (r - 1) for r in range(2, N + 1)}
@@ -97,7 +97,7 @@ def log_expansion(variant: str = "standard", order: int = 4, *, block: int = 1):
     ``log(1 + D)`` is expanded to the power ``2 order + 2`` (``E D^n`` has no term below
     ``epsilon^ceil(n/2)``, so higher powers cannot contribute) and ``E D^n`` collected in
     ``epsilon = 1/k``; the moments of the sample mean come from its cumulants
-    (:func:`mean_moments`). Source: book, C1 chapter, Propositions ``c1-prop-second-order`` and
+    (:func:`mean_moments`). Source: book, Chapter 1, Propositions ``c1-prop-second-order`` and
     ``c1-prop-third-order``; blocks: Proposition ``c1-prop-ntxent``.
 
     Raises:
@@ -127,7 +127,7 @@ def bias_expansion(variant: str = "standard", order: int = 2):
     Returns:
         A tuple of sympy expressions in ``u1.. (positive raw moments)`` and ``v2.. (negative
         central moments)``, all normalised by ``mu``.
-    Source: book, C1 chapter, Theorem ``c1-thm-rate`` and its symbolic check.
+    Source: book, Chapter 1, Theorem ``c1-thm-rate`` and its symbolic check.
     """
     if variant not in ("standard", "decoupled"):
         raise ValueError(f"variant must be one of ['decoupled', 'standard'], got variant={variant!r}")
@@ -143,7 +143,7 @@ def moments_of_T_minus_one(variant: str = "standard"):
     Returns ``(E(T-1), E(T-1)^2, E A^4)``: ``u1/k``, ``v2/k + u2/k^2`` and
     ``3 v2^2/k^2 + (v4 - 3 v2^2)/k^3`` for the standard variant (``0``, ``v2/k`` for the
     decoupled one), with ``A`` the mean of the ``k`` centred normalised negative weights.
-    Source: book, C1 chapter, proof of Theorem ``c1-thm-rate``, Part 2.
+    Source: book, Chapter 1, proof of Theorem ``c1-thm-rate``, Part 2.
     """
     if variant not in ("standard", "decoupled"):
         raise ValueError(f"variant must be one of ['decoupled', 'standard'], got variant={variant!r}")
@@ -443,7 +443,7 @@ def snis_identities():
 
 
 def gaussian_density_ratio_moments():
-    """Moments of the Gaussian model's density ratio, one coordinate at a time (book, C2 chapter).
+    """Moments of the Gaussian model's density ratio, one coordinate at a time (book, Chapter 2).
 
     ``x+ = rho x + sqrt(1 - rho^2) xi``: per coordinate ``m = N(y; rho x, 1 - rho^2) / N(y; 0, 1)``.
     By ``int e^{-a y^2 + b y + c} dy = sqrt(pi/a) e^{b^2/(4a) + c}`` (``a > 0``):

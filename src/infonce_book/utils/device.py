@@ -50,7 +50,7 @@ def one_thread(device=None):
 
     For the many small operations of training small models: on a 2-core machine shared with other
     jobs, two intra-op threads that wait for each other cost several times the CPU time of one
-    (measured on the C3 chapter's batched linear fits: 4.7 s of CPU time on one thread, 35 s on
+    (measured on Chapter 3's batched linear fits: 4.7 s of CPU time on one thread, 35 s on
     two; on a C5 training cell: 60 s of wall time with two threads, 10 s with one).
     """
     if device is not None and resolve_device(device).type != "cpu":
