@@ -159,3 +159,9 @@ def test_records_of_the_analysed_embedding_carry_its_training(led):
     assert rec.params["training_risk_reached"] == 3.96 and rec.params["steps_run"] == 1100
     assert rec.params["n_seeds"] == 1 and rec.params["stopped_by_rule"] is True
     assert out["c1_lo"] == out["c1_hi"] == 2.0 and out["temperature_note"] == ""
+
+
+def test_one_temperature_note_only_for_a_single_temperature():
+    assert chapter.one_temperature_note([0.1, 0.5]) == ""
+    note = chapter.one_temperature_note([0.5, 0.5])  # distinct taus count
+    assert note.startswith(" ") and "τ = 0.5" in note and "one temperature only" in note

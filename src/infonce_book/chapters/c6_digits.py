@@ -431,6 +431,17 @@ def _count_words(n: int) -> str:
     return {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
 
 
+def one_temperature_note(taus) -> str:
+    """A sentence (with a leading space) for a run at one temperature only, whose paragraphs
+    then quote the same runs as "the lowest" and "the highest" temperature; ``""`` otherwise."""
+    values = sorted({float(x) for x in taus})
+    if len(values) > 1:
+        return ""
+    return (f" This run trained at one temperature only (τ = {values[0]:g}), so where the page compares "
+            f"the lowest and the highest temperature below, both are that one (the standard profile "
+            f"trains at two).")
+
+
 def learned_embeddings_phrase(taus) -> str:
     """``"the learned embedding"`` for one training temperature, ``"the two learned embeddings
     (one per training temperature)"`` for two, and so on: the page's name for the embeddings it
@@ -690,7 +701,7 @@ def describe(setup: DigitsSetup, size: dict, kl_taus) -> dict:
             "k_eval": size["k_eval"], "eval_aug": size["eval_aug"], "eval_tuples": size["eval_tuples"],
             "eval_siblings": size["eval_aug"] - 1, "n_eval_others": n_eval - 1,
             **_k_roles(size["ks"]), "k_pair": ", ".join(str(k) for k in _k_roles(size["ks"]).values()),
-            "tau_lo": roles["lo"], "tau_hi": roles["hi"],
+            "tau_lo": roles["lo"], "tau_hi": roles["hi"], "one_tau_note": one_temperature_note(size["taus"]),
             "rate_k_max": 2 ** size["rate_ks_log2"], "n_boot": size["n_boot"],
             "p_no_sibling": (1 - (size["eval_aug"] - 1) / (n_eval * size["eval_aug"] - 1)) ** size["k_eval"],
             "kl_taus": ", ".join(f"{t:g}" for t in kl_taus), "log2": math.log(2.0),
