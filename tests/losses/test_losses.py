@@ -136,6 +136,25 @@ def test_reductions():
     torch.testing.assert_close(info_nce_from_similarities(s_pos, s_neg, 0.5, reduction="sum"), none.sum())
 
 
+@pytest.mark.parametrize("variant", ["standard", "decoupled"])
+@pytest.mark.parametrize("chunk_size", [None, 2])  # the fused path, the chunked one
+def test_per_row_losses_can_be_changed_in_place(variant, chunk_size):
+    # reduction="none" returns a tensor of its own (not a view of one the backward pass keeps),
+    # so a caller may scale it in place and still get the right gradients.
+    g = torch.Generator().manual_seed(3)
+    a, p = (torch.nn.functional.normalize(torch.randn(4, 6, generator=g, dtype=torch.float64), dim=-1)
+            .requires_grad_() for _ in range(2))
+    n = torch.nn.functional.normalize(torch.randn(5, 6, generator=g, dtype=torch.float64), dim=-1)
+    weights = torch.tensor([1.0, 2.0, 0.5, 3.0], dtype=torch.float64)
+    grads = []
+    for in_place in (True, False):
+        rows = info_nce(a, p, n, 0.5, variant=variant, reduction="none", chunk_size=chunk_size)
+        rows = rows.mul_(weights) if in_place else rows * weights
+        grads.append(torch.autograd.grad(rows.sum(), (a, p)))
+    for got, want in zip(*grads):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("tau", [1e-4, 0.01, 0.07, 1.0, 100.0])
 def test_low_precision_inputs_give_finite_results_within_their_precision(dtype, tau):

@@ -452,12 +452,15 @@ class _FusedInfoNCE(torch.autograd.Function):
         q = torch.softmax(z, dim=-1)
         lse = z.amax(dim=-1, keepdim=True).sub_(q.amax(dim=-1, keepdim=True).log_())  # log sum_j e^{z_ij}
         rows = _softplus(lse) if include_positive else lse
-        out = rows.mean() if reduction == "mean" else rows.sum() if reduction == "sum" else rows.view(-1)
+        # (reduction "none": a copy, not a view, so that the caller may change it in place)
+        out = rows.mean() if reduction == "mean" else rows.sum() if reduction == "sum" else rows.view(-1).clone()
         if not _raise_unless_checks_pass(checks, lohi, out):  # rows beyond the range (an error), or a mean
             rows = rows.view(-1)                               # whose sum overflows
             check_finite_loss(rows, dtype, tau)
             out = finite_reduction(out, rows, reduction, dtype, tau, known_finite=False)
-        ctx.save_for_backward(anchor, positive, negatives, q, lse, s_pos, tau_tensor)
+        # l only for the standard variant's s = sigmoid(l) (the decoupled output may be l itself,
+        # which a caller may then change in place)
+        ctx.save_for_backward(anchor, positive, negatives, q, lse if include_positive else None, s_pos, tau_tensor)
         ctx.tau, ctx.include_positive, ctx.dtype, ctx.exclude, ctx.reduction = (tau, include_positive, dtype,
                                                                                 exclude, reduction)
         return out
@@ -498,7 +501,7 @@ def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos):
     if ctx.include_positive:  # -f = (c s) g, (B, 1)
         neg_f = torch.addcmul(_zero(dtype, q.device), torch.sigmoid(lse), g, value=c)
     else:  # every row's weights sum to 1: s = 1
-        neg_f = (g * c).expand_as(lse)
+        neg_f = (g * c).expand(q.shape[0], 1)
     shared = negatives.dim() == 2
     a = anchor if anchor.dtype == dtype else anchor.to(dtype)
     n = negatives if negatives.dtype == dtype else negatives.to(dtype)
