@@ -35,7 +35,12 @@ import argparse
 import datetime
 import os
 import platform
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_infonce  # the benchmark's inputs and materialised loss
 
 
 def _time_calls(fns, repeats):
@@ -54,22 +59,29 @@ def _time_calls(fns, repeats):
 
 
 def measure(B, d, k, tau, repeats, seed=0):
-    """``{method: seconds}`` for one size (see the module docstring for the methods)."""
+    """``{method: seconds}`` for one size (see the module docstring for the methods). The inputs
+    and the materialised loss are the benchmark's own (``bench_infonce._make_inputs`` and
+    ``bench_infonce._method_fns``)."""
     import torch
-    import torch.nn.functional as F
 
     from infonce_book.losses import info_nce
     from infonce_book.losses.explicit import _FusedInfoNCE
 
-    g = torch.Generator().manual_seed(seed)
-
-    def unit(*shape):
-        return F.normalize(torch.randn(*shape, generator=g), dim=-1)
-
-    a, p, n = unit(B, d).requires_grad_(), unit(B, d).requires_grad_(), unit(k, d)
-    zeros = torch.zeros(B, dtype=torch.long)
+    cfg = {"B": B, "d": d, "k": k, "tau": tau, "layout": "shared", "chunk_size": None, "method": "materialised"}
+    device = torch.device("cpu")
+    a, p, n = bench_infonce._make_inputs(cfg, device, generator_seed=seed)
+    a.requires_grad_()
+    p.requires_grad_()
+    materialised_fwd, materialised_fb = bench_infonce._method_fns(cfg, device)
     checks = ((a, "anchor"), (p, "positive"), (n, "negatives"))
     q = torch.softmax(a.detach() @ n.T / tau, dim=-1)
+    losses = {  # "fused, no norm check" is "fused" with the checks left out
+        "info_nce": lambda: info_nce(a, p, n, tau),
+        "info_nce, require_unit_norm=False": lambda: info_nce(a, p, n, tau, require_unit_norm=False),
+        "fused": lambda: _FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None, "mean", checks),
+        "fused, no norm check": lambda: _FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None,
+                                                            "mean", ()),
+    }
 
     def fb(loss):
         def call():
@@ -77,31 +89,17 @@ def measure(B, d, k, tau, repeats, seed=0):
             loss().backward()
         return call
 
-    def materialised():
-        logits = torch.cat([(a * p).sum(-1, keepdim=True), a @ n.T], dim=1) / tau
-        return F.cross_entropy(logits, zeros)
-
     def matmul():
         with torch.no_grad():
             torch.mm(a, n.T)
             torch.mm(q, n)
 
-    fns = {
-        "materialised": fb(materialised),
-        "info_nce": fb(lambda: info_nce(a, p, n, tau)),
-        "info_nce, require_unit_norm=False": fb(lambda: info_nce(a, p, n, tau, require_unit_norm=False)),
-        "fused": fb(lambda: _FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None, "mean", checks)),
-        "fused, no norm check": fb(lambda: _FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None,
-                                                                "mean", ())),
-        "matmul": matmul,
-    }
-    # The InfoNCE callables compute F.cross_entropy's loss (else the comparison means nothing);
-    # "fused, no norm check" is "fused" with the checks left out.
+    fns = {"materialised": lambda: materialised_fb(a, p, n), **{m: fb(loss) for m, loss in losses.items()},
+           "matmul": matmul}
+    # The InfoNCE callables compute F.cross_entropy's loss (else the comparison means nothing).
+    reference = float(materialised_fwd(a, p, n))
     with torch.no_grad():
-        reference = float(materialised())
-        values = {"info_nce": float(info_nce(a, p, n, tau)),
-                  "info_nce, require_unit_norm=False": float(info_nce(a, p, n, tau, require_unit_norm=False)),
-                  "fused": float(_FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None, "mean", checks))}
+        values = {m: float(losses[m]()) for m in ("info_nce", "info_nce, require_unit_norm=False", "fused")}
     for name, value in values.items():
         if abs(value - reference) > 1e-5 * abs(reference):
             raise RuntimeError(f"{name} gives {value!r}, F.cross_entropy {reference!r}: not the same loss")

@@ -439,9 +439,8 @@ class _FusedInfoNCE(torch.autograd.Function):
                 checks):
         lohi = _norm_range([x for x, _ in checks]) if checks else ()
         beta = 1.0 / tau
-        a = anchor if anchor.dtype == dtype else anchor.to(dtype)
-        n = negatives if negatives.dtype == dtype else negatives.to(dtype)
-        s_pos = torch.linalg.vecdot(a, positive if positive.dtype == dtype else positive.to(dtype))
+        a, n = _as(anchor, dtype), _as(negatives, dtype)
+        s_pos = torch.linalg.vecdot(a, _as(positive, dtype))
         if n.dim() == 2:
             z = torch.addmm(s_pos.unsqueeze(-1), a, n.T, beta=-beta, alpha=beta)
         else:
@@ -492,8 +491,7 @@ def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos):
     ten outputs of its backward pass."""
     need_a, need_p, need_n, need_tau = ctx.needs_input_grad[:4]
     dtype = ctx.dtype
-    if g.dtype != dtype:
-        g = g.to(dtype)
+    g = _as(g, dtype)
     if g.dim():  # reduction "none": one upstream gradient per row
         g = g.unsqueeze(-1)
     beta = 1.0 / ctx.tau
@@ -503,12 +501,11 @@ def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos):
     else:  # every row's weights sum to 1: s = 1
         neg_f = (g * c).expand(q.shape[0], 1)
     shared = negatives.dim() == 2
-    a = anchor if anchor.dtype == dtype else anchor.to(dtype)
-    n = negatives if negatives.dtype == dtype else negatives.to(dtype)
+    a, n = _as(anchor, dtype), _as(negatives, dtype)
     grad_a = grad_p = grad_n = grad_tau = None
     if need_a or need_tau:
         # p_i - sum_j q_ij n_j, in one matrix multiply
-        p = positive if positive.dtype == dtype else positive.to(dtype)
+        p = _as(positive, dtype)
         if shared:
             diff = torch.addmm(p, q, n, alpha=-1.0)
         else:
@@ -517,17 +514,14 @@ def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos):
             grad_tau = (-(neg_f.squeeze(-1) * torch.linalg.vecdot(a, diff)).sum() * beta).reshape(())
         if need_a:
             grad_a = diff.mul_(neg_f)
-            if grad_a.dtype != anchor.dtype:
-                grad_a = grad_a.to(anchor.dtype)
     if need_p or need_n:
         fa = a * neg_f  # -f a
         if need_p:
-            grad_p = fa if fa.dtype == positive.dtype else fa.to(positive.dtype)
+            grad_p = fa
         if need_n:
             grad_n = (torch.mm(q.T, fa) if shared else q.unsqueeze(-1) * fa.unsqueeze(1)).neg_()
-            if grad_n.dtype != negatives.dtype:
-                grad_n = grad_n.to(negatives.dtype)
-    return grad_a, grad_p, grad_n, grad_tau, None, None, None, None, None, None
+    return (grad_like(grad_a, anchor), grad_like(grad_p, positive), grad_like(grad_n, negatives), grad_tau,
+            None, None, None, None, None, None)
 
 
 _ZEROS = {}
