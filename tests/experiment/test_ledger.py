@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from infonce_book.experiment.ledger import FIELDS, Ledger, format_table, load_records
+from infonce_book.experiment.ledger import FIELDS, Ledger, format_table, load_records, summary_line
 
 
 def test_record_has_every_field_and_the_default_verdict(tmp_path, monkeypatch):
@@ -19,6 +19,14 @@ def test_record_has_every_field_and_the_default_verdict(tmp_path, monkeypatch):
     assert set(recs[0]) == set(FIELDS)
     assert recs[0]["passed"] is True and recs[1]["passed"] is False
     assert "FAIL" in format_table(recs)
+    assert summary_line(recs) == "2 records: 1 passed, 1 failed (C1-b)"
+    assert format_table(recs).endswith("2 records: 1 passed, 1 failed (C1-b)")
+
+
+def test_summary_line_names_at_most_five_failures():
+    recs = [{"id": f"r{i}", "passed": i == 0} for i in range(8)]
+    assert summary_line(recs) == "8 records: 1 passed, 7 failed (r1, r2, r3, r4, r5, ...)"
+    assert summary_line([]) == "0 records: 0 passed, 0 failed"
 
 
 def test_record_with_the_same_id_replaces_the_old_one(tmp_path, monkeypatch):

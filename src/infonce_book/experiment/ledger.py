@@ -129,13 +129,21 @@ def verdict(record: dict) -> str:
     return ("pass" if record["passed"] else "FAIL") + ("*" if one_sided else "")
 
 
+def summary_line(records: list[dict]) -> str:
+    """``"N records: P passed, F failed"``, and the ids of the failed ones (at most five named)."""
+    failed = [r["id"] for r in records if not r["passed"]]
+    line = f"{len(records)} records: {len(records) - len(failed)} passed, {len(failed)} failed"
+    if failed:
+        line += " (" + ", ".join(failed[:5]) + (", ..." if len(failed) > 5 else "") + ")"
+    return line
+
+
 def format_table(records: list[dict]) -> str:
     """Records as a plain-text table for people."""
     rows = [[r["chapter"], r["id"], r["quantity"], f"{r['predicted']:.6g}", f"{r['measured']:.6g}",
              f"[{r['ci_low']:.6g}, {r['ci_high']:.6g}]", verdict(r),
              r["profile"], r["device"], r["seed"]] for r in records]
-    n_fail = sum(not r["passed"] for r in records)
-    summary = f"\n{len(records)} records: {len(records) - n_fail} passed, {n_fail} failed"
+    summary = "\n" + summary_line(records)
     if any(v[6].endswith("*") for v in rows):
         summary += ("\n* one-sided claim: 'predicted' is a limit, not a point value; the record's "
                     "params.rule states the verdict rule")

@@ -43,6 +43,7 @@ import yaml
 from tqdm import tqdm
 
 from .. import __version__
+from ..experiment.ledger import load_records, summary_line
 from ..experiment.paths import PIPELINE_ENV, atomic_write_text, git_commit, project_root
 from ..experiment.profiles import check_profile
 from ..utils.device import resolve_device
@@ -510,6 +511,10 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
     tmp_html.rename(html)
     for r in results:
         log(f"  {r.chapter:<20} {r.status:<8} {r.seconds:7.1f} s")
+    records = [r for r in load_records(build_dir / "ledger") if r.get("chapter") in names] \
+        if (build_dir / "ledger").is_dir() else []
+    log(f"[book] claims ledger: {summary_line(records)}; `infonce-book ledger` lists them, the book's "
+        f"Reproducibility page shows them")
     log(f"[book] {html / 'index.html'}")
     return html / "index.html"
 
