@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from infonce_book.experiment.ledger import FIELDS, Ledger, format_table, load_records, summary_line
+from infonce_book.experiment.ledger import FIELDS, Ledger, Rule, format_table, load_records, summary_line
 
 
 def test_record_has_every_field_and_the_default_verdict(tmp_path, monkeypatch):
@@ -18,7 +18,7 @@ def test_record_has_every_field_and_the_default_verdict(tmp_path, monkeypatch):
     assert [r["id"] for r in recs] == ["C1-a", "C1-b"]
     assert set(recs[0]) == set(FIELDS)
     assert recs[0]["passed"] is True and recs[1]["passed"] is False
-    assert "FAIL" in format_table(recs)
+    assert "FAIL" in format_table(recs) and recs[0]["kind"] == "two-sided" and recs[1]["verdict"] == "FAIL"
     assert summary_line(recs) == "2 records: 1 passed, 1 failed (C1-b)"
     assert format_table(recs).endswith("2 records: 1 passed, 1 failed (C1-b)")
 
@@ -59,3 +59,43 @@ def test_an_estimate_is_recorded_with_its_interval_standard_error_and_size(tmp_p
     assert rec.se == est.se and rec.n == 4 and rec.level == 0.95 and rec.passed
     with pytest.raises(ValueError, match="ci_low and ci_high"):
         led.record(claim="C0", id="bad", quantity="q", predicted=0.0, measured=1.0, params={})
+
+
+@pytest.mark.parametrize("rule, values, expected", [
+    # (predicted, measured, ci_low, ci_high): each verdict worked out by hand from the rule's definition.
+    (Rule.two_sided(), (1.0, 1.1, 0.9, 1.2), True),
+    (Rule.two_sided(), (1.3, 1.1, 0.9, 1.2), False),
+    (Rule.one_sided("ci_high", "<"), (0.0, -0.5, -0.7, -0.3), True),
+    (Rule.one_sided("ci_high", "<"), (0.0, -0.5, -0.7, 0.0), False),  # strict: an end at 0 is not below 0
+    (Rule.one_sided("ci_low", ">="), (0.0, 0.5, 0.0, 1.0), True),
+    (Rule.bound("measured", "<=", tol=1e-12), (1.0, 1.0 + 5e-13, 0.0, 2.0), True),
+    (Rule.bound("measured", "<=", tol=1e-12), (1.0, 1.0 + 5e-12, 0.0, 2.0), False),
+    (Rule.bound("ci_high", "<="), (1.0, 0.5, 0.4, 1.0 + 1e-9), False),
+    (Rule.equivalence(0.02), (0.0, 0.0, -0.019, 0.019), True),
+    (Rule.equivalence(0.02), (0.0, 0.0, -0.021, 0.019), False),
+    (Rule.equivalence(0.02), (0.0, 0.0, -0.02, 0.0), False),  # the margin itself is outside (open interval)
+])
+def test_the_rule_decides_the_verdict(tmp_path, monkeypatch, rule, values, expected):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    predicted, measured, lo, hi = values
+    rec = Ledger("c0", "smoke", "cpu", 0).record(claim="C0", id="r", quantity="q", predicted=predicted,
+                                                  measured=measured, ci_low=lo, ci_high=hi, params={}, rule=rule)
+    assert rec.passed is expected and rec.kind == rule.kind
+    assert rec.verdict == ("pass" if expected else "FAIL") and rec.rule["kind"] == rule.kind
+    saved = json.loads((tmp_path / "c0.json").read_text())[0]
+    assert saved["rule"] == rule.as_dict() and saved["verdict"] == rec.verdict
+
+
+def test_a_rule_refuses_what_it_cannot_test(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="side"):
+        Rule.one_sided("middle", "<")
+    with pytest.raises(ValueError, match="op"):
+        Rule.bound("measured", "=<")
+    with pytest.raises(ValueError, match="margin"):
+        Rule.equivalence(0.0)
+    with pytest.raises(ValueError, match="kind"):
+        Rule(kind="inconclusive-by-hand")
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    with pytest.raises(TypeError, match="Rule"):
+        Ledger("c0", "smoke", "cpu", 0).record(claim="C0", id="r", quantity="q", predicted=0.0, measured=0.0,
+                                               ci_low=0.0, ci_high=0.0, params={}, rule="one-sided")

@@ -17,6 +17,7 @@ import torch
 from scipy import integrate
 
 from ..experiment.cache import cached
+from ..experiment.ledger import Rule
 from ..experiment.setup import ChapterContext, setup_chapter
 from ..theory.exact import exact_bias
 from ..theory.search import positive_rank, search_cross_entropy
@@ -212,9 +213,9 @@ def ledger_retrieval(ledger, table: pd.DataFrame, model, distortion: float) -> d
                       params={**model.params, "k": int(row["k"]), "n_queries": n, "search": "ideal"})
         ledger.record(claim="C2", id=f"C2-bayes-k{int(row['k'])}", quantity="top1_ideal_minus_softmax",
                       predicted=0.0, measured=Estimate.interval(row["diff_mean"], row["diff_low"], row["diff_high"], n=n),
-                      passed=row["diff_high"] >= 0.0,
+                      rule=Rule.one_sided("ci_high", ">="),
                       params={**model.params, "k": int(row["k"]), "n_queries": n,
-                              "distortion": distortion, "rule": "one-sided: passed unless ci_high < 0"})
+                              "distortion": distortion})
     return {"max_diff": float(ideal["diff_mean"].max()), "min_diff": float(ideal["diff_mean"].min())}
 
 
@@ -247,9 +248,9 @@ def ledger_constants(ledger, model, tau: float, exact_table: pd.DataFrame) -> di
         ratio = worst / c[which]
         ledger.record(claim="C2", id=f"C2-bound-{model.name}-{which}-holds", quantity="max_k_gap_over_constant",
                       predicted=1.0, measured=ratio, ci_low=ratio * (1 - 1e-6), ci_high=ratio * (1 + 1e-6),
-                      passed=ratio * (1 + 1e-6) <= 1.0,
+                      rule=Rule.bound("ci_high", "<="),
                       params={**model.params, "tau": tau, "constant": which, "value": c[which],
-                              "k_max": int(exact_table.k.max()), "rule": "one-sided: passed when the ratio is <= 1"})
+                              "k_max": int(exact_table.k.max())})
     return {"const_model": c["model"], "const_uniform": c["uniform"], "const_model_mmin": c["model_m_min"],
             "const_uniform_mmin": c["uniform_m_min"], "R": c["R"], "cov_M": c["cov_M"], "B_S": c["B_S"],
             "u1_zeta": c["u1_zeta"], "worst_kgap": worst}
@@ -329,12 +330,13 @@ def ledger_gaussian(ledger, model, tau: float, table: pd.DataFrame, mc: pd.DataF
         k = int(row["k"])
         val, err = abs(row["k_gap"]), row["k_error"] + 1e-12
         ledger.record(claim="C2", id=f"C2-gauss-bound-k{k}", quantity="abs_k_gap", predicted=const,
-                      measured=val, ci_low=val - err, ci_high=val + err, passed=val + err <= const,
-                      params={**params, "k": k, "rule": "one-sided: passed when ci_high <= predicted"})
+                      measured=val, ci_low=val - err, ci_high=val + err, rule=Rule.bound("ci_high", "<="),
+                      params={**params, "k": k})
     worst = float((table.k_gap.abs() + table.k_error).max())
     ledger.record(claim="C2", id="C2-gauss-uniform-holds", quantity="max_abs_k_gap", predicted=uni,
                   measured=float(table.k_gap.abs().max()), ci_low=float(table.k_gap.abs().max()), ci_high=worst,
-                  passed=worst <= uni, params={**params, "rule": "one-sided: passed when ci_high <= predicted"})
+                  rule=Rule.bound("ci_high", "<="),
+                  params={**params})
     est, change = richardson_limit(table["k"].iloc[-3:], table["k_gap"].iloc[-3:])
     half = 3 * change + 2 * float(table.k_error.iloc[-1]) + float(table.k_error.iloc[-2]) + abs(
         float(table.d1.iloc[0]) - float(table.d1_check.iloc[0]))
@@ -422,8 +424,8 @@ def ledger_bayes(ledger, model, ks=(1, 2, 3), seed: int = 0) -> pd.DataFrame:
                       measured=Estimate.exact(r["ideal_accuracy"], 1e-12, method="enumeration"), params=p)
         ledger.record(claim="C2", id=f"C2-bayes-softmax-k{k}", quantity="top1_accuracy", predicted=r["bayes_accuracy"],
                       measured=r["softmax_accuracy"], ci_low=r["softmax_accuracy"], ci_high=r["softmax_accuracy"],
-                      passed=r["softmax_accuracy"] <= r["bayes_accuracy"] + 1e-12,
-                      params={**p, "embedding": f"random, seed {seed}", "rule": "one-sided: passed when measured <= predicted"})
+                      rule=Rule.bound("measured", "<=", tol=1e-12),
+                      params={**p, "embedding": f"random, seed {seed}"})
         rows.append(r)
     return pd.DataFrame(rows)
 

@@ -18,6 +18,7 @@ import torch
 from scipy import optimize, special
 
 from ..experiment.cache import cached
+from ..experiment.ledger import Rule
 from ..experiment.setup import ChapterContext, setup_chapter
 from ..learning.training import fit_linear_embeddings, fit_temperature
 from ..models import VonMisesFisher
@@ -180,10 +181,9 @@ def ledger_gap(ledger, gap: pd.DataFrame, model) -> dict:
                     f"slope_{side}_high": slope.ci_high})
         if side == "below":
             ledger.record(claim="C3", id="C3-gap-range-below-tau-star", quantity="slope of gap/B_k against log tau",
-                          predicted=0.0, measured=slope, passed=slope.ci_high < 0.0,
+                          predicted=0.0, measured=slope, rule=Rule.one_sided("ci_high", "<", note="worse at lower tau"),
                           params={**model.params, "taus": sorted(float(t) for t in sub.tau.unique()),
-                                  "n_sets": int(gap.set.nunique()), "k": 16,
-                                  "rule": "one-sided: passed when ci_high < predicted (worse at lower tau)"})
+                                  "n_sets": int(gap.set.nunique()), "k": 16})
     summary = gap_summary(gap)
     lo, hi = summary.iloc[0], summary.iloc[-1]
     best = summary.loc[summary.gap_over_range.idxmin()]
@@ -233,9 +233,8 @@ def ledger(ledger, kl: pd.DataFrame, learned: pd.DataFrame, model) -> dict:
         lo = float((t["kl_low"] / t["bound"]).max())
         ledger.record(claim="C3", id=f"C3-bound-{re.sub(r'[^A-Za-z0-9]+', '-', name)}", quantity="max_kl_over_bound",
                       predicted=1.0, measured=float((t["kl"] / t["bound"]).max()), ci_low=min(lo, ratio),
-                      ci_high=ratio, passed=ratio <= 1.0,
-                      params={"embedding": name, "taus": [float(v) for v in t["tau"]],
-                              "rule": "one-sided: passed when the interval's upper end is <= 1"})
+                      ci_high=ratio, rule=Rule.bound("ci_high", "<="),
+                      params={"embedding": name, "taus": [float(v) for v in t["tau"]]})
         out[f"ratio_{re.sub(r'[^A-Za-z0-9]+', '_', name)}"] = float((t["kl"] / t["bound"]).max())
     vm = kl[kl.embedding == "vmf identity"]
     for _, r in vm.iterrows():
@@ -307,8 +306,8 @@ def ledger_sharp_kl(ledger, table: pd.DataFrame) -> dict:
                       params={"beta": b})
         ledger.record(claim="C3", id=f"C3-kl-sharp-random-beta{b:g}", quantity="max_kl_random_laws",
                       predicted=r["psi"], measured=r["random_max"], ci_low=r["random_max"], ci_high=r["random_max"],
-                      passed=r["random_max"] <= r["psi"] + 1e-12,
-                      params={"beta": b, "rule": "one-sided: passed when measured <= predicted"})
+                      rule=Rule.bound("measured", "<=", tol=1e-12),
+                      params={"beta": b})
         if b >= 5:
             ledger.record(claim="C3", id=f"C3-kl-asym-beta{b:g}", quantity="kl_two_point", predicted=r["asym"],
                           measured=Estimate.exact(r["asym_law"], 10 * b * math.exp(-2 * b) + 1e-12,
@@ -402,9 +401,8 @@ def ledger_approximation(ledger, model, table: pd.DataFrame, mc: pd.DataFrame, t
                   params={**model.params, "tau": tau, "embedding": "identity"})
     margin = float((table.infimum - table.certificate - table.floor).min())
     ledger.record(claim="C3", id="C3-approx-floor", quantity="min_infimum_minus_floor", predicted=0.0, measured=margin,
-                  ci_low=margin, ci_high=margin, passed=margin >= 0.0,
-                  params={**model.params, "taus": [float(t) for t in table.tau],
-                          "rule": "one-sided: passed when measured >= predicted"})
+                  ci_low=margin, ci_high=margin, rule=Rule.bound("measured", ">="),
+                  params={**model.params, "taus": [float(t) for t in table.tau]})
     at = table.set_index("tau").loc[tau]
     return {"identity": float(at["identity"]), "infimum": float(at["infimum"]), "b1": float(at["b1"]),
             "b2": float(at["b2"]), "certificate": float(at["certificate"]), "gain_mc": gain.mean,

@@ -18,6 +18,8 @@ import pandas as pd
 import torch
 
 from ..experiment.cache import cached
+from ..experiment.ledger import Rule
+from ..experiment.prose import join_words
 from ..experiment.setup import ChapterContext, setup_chapter
 from ..learning.embeddings import loss_per_tuple, reference_embedding
 from ..learning.training import fit
@@ -422,9 +424,8 @@ def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict, spher
             worst = float((sub[col] - observed).min())
             ledger.record(claim="C6", id=f"C6-{rid}-holds-{model_name}",
                           quantity=f"smallest ({name} bound - upper 95% end of {what}) over the grid",
-                          predicted=0.0, measured=Estimate.exact(worst), passed=worst >= 0.0,
-                          params={"model": model_name, "cells": len(sub), "delta": delta,
-                                  "rule": "one-sided: measured >= predicted"})
+                          predicted=0.0, measured=Estimate.exact(worst), rule=Rule.bound("measured", ">="),
+                          params={"model": model_name, "cells": len(sub), "delta": delta})
             out[f"{model_name}_{name}_worst_slack"] = worst
         out[f"{model_name}_sharp_min"] = float(sub.sharp_bound.min())
         out[f"{model_name}_sharp_min_trivial"] = float(sub.trivial[sub.sharp_bound.idxmin()])
@@ -436,8 +437,8 @@ def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict, spher
             worst = float((pb.pb_bound - (pb.pb_measured + q * pb.pb_measured_se)).min())
             ledger.record(claim="C6", id=f"C6-pac-bayes-holds-{model_name}",
                           quantity="smallest (PAC-Bayes certificate - upper 95% end of E_Q E H - log k)",
-                          predicted=0.0, measured=Estimate.exact(worst), passed=worst >= 0.0,
-                          params={"model": model_name, "cells": len(pb), "rule": "one-sided: measured >= predicted"})
+                          predicted=0.0, measured=Estimate.exact(worst), rule=Rule.bound("measured", ">="),
+                          params={"model": model_name, "cells": len(pb)})
             out[f"{model_name}_pb_worst_slack"] = worst
     n, k, tau = headline["n"], headline["k"], headline["tau"]
     head = grid[(grid.model == sphere) & (grid.n == n) & (grid.k == k) & np.isclose(grid.tau, tau)]
@@ -445,15 +446,14 @@ def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict, spher
         est = _t_estimate(head.sharp_bound)
         ledger.record(claim="C6", id=f"C6-sharp-nonvacuous-n{n}-k{k}",
                       quantity=f"sharp bound on E H - log k (vMF, tau = {tau:g}), mean over seeds",
-                      predicted=2.0 / tau, measured=est, passed=est.ci_high < 2.0 / tau,
-                      params={"n": n, "k": k, "tau": tau, "seeds": len(head),
-                              "rule": "one-sided: ci_high < predicted (the trivial bound 2 beta)"})
+                      predicted=2.0 / tau, measured=est,
+                      rule=Rule.bound("ci_high", "<", note="the trivial bound 2 beta"),
+                      params={"n": n, "k": k, "tau": tau, "seeds": len(head)})
         slack = _t_estimate(head.pb_bound - head.pb_measured)
         ledger.record(claim="C6", id=f"C6-pac-bayes-slack-n{n}-k{k}",
                       quantity=f"PAC-Bayes slack: certificate - measured E_Q E H - log k (tau = {tau:g})",
-                      predicted=1.0, measured=slack, passed=slack.ci_high <= 1.0,
-                      params={"n": n, "k": k, "tau": tau, "seeds": len(head),
-                              "rule": "one-sided: ci_high <= predicted (target: at most 1 nat)"})
+                      predicted=1.0, measured=slack, rule=Rule.one_sided("ci_high", "<=", note="target: at most 1 nat"),
+                      params={"n": n, "k": k, "tau": tau, "seeds": len(head)})
         old = _t_estimate(head.old_bound)
         sharp_slack = _t_estimate(head.sharp_bound - head.search_ce)
         out.update(head_old=old.mean, head_sharp=est.mean, head_sharp_low=est.ci_low, head_sharp_high=est.ci_high,
@@ -482,9 +482,9 @@ def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict, spher
             est = Estimate(diff, se, len(sa) + len(sb), dof=min(len(sa), len(sb)) - 1, method="seeds (Welch)")
             ledger.record(claim="C6", id=f"C6-pac-bayes-k-uniform-tau{t:g}-n{int(nn)}",
                           quantity=f"PAC-Bayes slack at k = {ks[-1]} minus at k = 16 (vMF, tau = {t:g}, n = {int(nn)})",
-                          predicted=0.0, measured=est, passed=est.ci_low <= 0.0,
-                          params={"tau": float(t), "n": int(nn), "ks": [16, int(ks[-1])],
-                                  "rule": "one-sided: ci_low <= predicted (not larger beyond the interval)"})
+                          predicted=0.0, measured=est,
+                          rule=Rule.one_sided("ci_low", "<=", note="not larger beyond the interval"),
+                          params={"tau": float(t), "n": int(nn), "ks": [16, int(ks[-1])]})
             out[f"k_uniform_diff_tau{t:g}_n{int(nn)}".replace(".", "p")] = diff
             out["k_uniform_records"] += 1
     return out
@@ -501,12 +501,6 @@ def nonvacuous_glue(table: pd.DataFrame, tau: float) -> dict:
             out[f"{key}_k{int(r.k)}"] = "none on the grid" if v is None or pd.isna(v) else f"{int(v):,}"
     out["sentence"] = nonvacuous_sentence(table, tau)
     return out
-
-
-def _join(items: list) -> str:
-    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def nonvacuous_sentence(table: pd.DataFrame, tau: float, k_first: int = 16) -> str:
@@ -531,7 +525,7 @@ def nonvacuous_sentence(table: pd.DataFrame, tau: float, k_first: int = 16) -> s
             v = by_k[k][name]
             groups.setdefault(None if v is None or pd.isna(v) else int(v), []).append(k)
         parts = [("vacuous on the whole grid" if v is None else f"non-vacuous from n = {v:,}")
-                 + f" at k = {_join([str(k) for k in sorted(group)])}" for v, group in groups.items()]
+                 + f" at k = {join_words([str(k) for k in sorted(group)])}" for v, group in groups.items()]
         head = f"the {label} is {parts[0]}"
         return head if len(parts) == 1 else head + " (" + "; ".join(parts[1:]) + ")"
 
@@ -582,7 +576,8 @@ def ledger_gap(ledger, summary: pd.DataFrame, tau_star: float, p_eff: int = 5, s
         ledger.record(claim="C7", id=f"C7-aic-n{int(r.n)}-k{int(r.k)}", quantity="n * E[generalisation gap] (vMF)",
                       predicted=float(p_eff), measured=est,
                       params={"n": int(r.n), "k": int(r.k), "tau": tau_star, "seeds": int(r.seeds),
-                              "level": level, "rule": f"Bonferroni over the {len(star)} per-cell records"})
+                              "level": level},
+                              rule=Rule.two_sided(note=f"Bonferroni over the {len(star)} per-cell records"))
     if runs is not None:
         pooled_values = [v for v in runs[(runs.model == sphere) & np.isclose(runs.tau, tau_star) & runs.gap_cell]
                          .eval("n * gap_cv")]

@@ -21,6 +21,8 @@ import torch
 
 from ..datasets import digits
 from ..experiment.cache import cached
+from ..experiment.ledger import Rule
+from ..experiment.prose import count_word, join_words
 from ..experiment.setup import ChapterContext, setup_chapter
 from ..learning.embeddings import SphereMLP, SphereMLPEnsemble
 from ..learning.training import PlateauStop, fit_ensemble
@@ -421,16 +423,6 @@ def _by_role(per_tau: dict) -> dict:
     return out
 
 
-def _join(items) -> str:
-    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _count_words(n: int) -> str:
-    return {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
-
-
 def one_temperature_note(taus) -> str:
     """A sentence (with a leading space) for a run at one temperature only, whose paragraphs
     then quote the same runs as "the lowest" and "the highest" temperature; ``""`` otherwise."""
@@ -449,13 +441,13 @@ def learned_embeddings_phrase(taus) -> str:
     n = len({float(x) for x in taus})
     if n == 1:
         return "the learned embedding"
-    return f"the {_count_words(n)} learned embeddings (one per training temperature)"
+    return f"the {count_word(n)} learned embeddings (one per training temperature)"
 
 
 def verdict_summary(verdicts: dict) -> str:
     """``{tau: verdict}`` -> ``"equivalent at τ = 0.5"`` or ``"equivalent at τ = 0.5 and not
     shown at τ = 0.1"``: each temperature present once, the highest first."""
-    return _join([f"{verdicts[tau]} at τ = {tau:g}" for tau in sorted(verdicts, reverse=True)])
+    return join_words([f"{verdicts[tau]} at τ = {tau:g}" for tau in sorted(verdicts, reverse=True)])
 
 
 def kl_ratio_text(ratios: dict) -> str:
@@ -465,7 +457,7 @@ def kl_ratio_text(ratios: dict) -> str:
     taus = sorted(ratios, reverse=True)
     parts = [f"{ratios[tau]:.3f} for the {'embedding' if i == 0 else 'one'} trained at τ = {tau:g}"
              for i, tau in enumerate(taus)]
-    return _join(parts)
+    return join_words(parts)
 
 
 def ledger_gap(ledger, table: pd.DataFrame, setup: DigitsSetup) -> dict:
@@ -495,19 +487,17 @@ def ledger_gap(ledger, table: pd.DataFrame, setup: DigitsSetup) -> dict:
         steps = {str(kk): float(sub[sub.k == kk].steps_run.mean()) for kk in ks}
         ledger.record(claim="C7", id=f"C7-digits-gap-levels-tau{tau:g}",
                       quantity=f"gap(k={k2}) - gap(k={k1}) (digits, paired by seed)", predicted=0.0, measured=est,
-                      passed=verdict.equivalent,
+                      rule=Rule.equivalence(setup.margin, note=f"two one-sided tests at alpha = {setup.alpha:g}"),
                       params={"model": "digits, SphereMLP", "tau": tau, "k_pair": [k1, k2], "n_seeds": int(est.n),
                               "delta": setup.margin, "alpha": setup.alpha, "p_value": verdict.p_value,
                               "training_risk_reached": reached, "steps_run": steps,
-                              "converged_fraction": float(sub.converged.mean()),
-                              "rule": "equivalence: passed when the 90% interval lies inside [-delta, delta] (TOST)"})
+                              "converged_fraction": float(sub.converged.mean())})
         logk = np.log(sub.k.to_numpy(float))
         t = linear_slope(logk, sub.top1)
         ledger.record(claim="C7", id=f"C7-digits-top1-slope-tau{tau:g}",
                       quantity="slope of top-1 retrieval accuracy against log k (digits)", predicted=0.0,
-                      measured=t, passed=t.ci_low > 0.0,
-                      params={"model": "digits, SphereMLP", "tau": tau, "ks": ks, "n_seeds": int(sub.seed.nunique()),
-                              "rule": "one-sided: passed when ci_low > predicted (improves)"})
+                      measured=t, rule=Rule.one_sided("ci_low", ">", note="the search improves with k"),
+                      params={"model": "digits, SphereMLP", "tau": tau, "ks": ks, "n_seeds": int(sub.seed.nunique())})
         vals = {}
         for role, kk in (("k1", k1), ("k2", k2)):
             g = Estimate.from_samples(sub[sub.k == kk].gap.to_numpy(), t=True, method="seeds")
@@ -578,8 +568,8 @@ def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1, *, traini
     ledger.record(claim="C1", id=f"C1-digits-kbias-tau{tau:g}", quantity="k_bias_learned", predicted=c1,
                   measured=float(last.kbias), ci_low=float(c1 + last.diff_low - trunc),
                   ci_high=float(c1 + last.diff_high + trunc),
-                  params={**base, "c2": c2, "truncation": trunc, "estimator": str(last.estimator),
-                          "rule": "c1 inside c1 + paired bootstrap interval of (k bias - c1) -+ |c2|/k"})
+                  params={**base, "c2": c2, "truncation": trunc, "estimator": str(last.estimator)},
+                  rule=Rule.two_sided(note="c1 inside c1 + paired bootstrap interval of (k bias - c1) -+ |c2|/k"))
     out = {"slope": float("nan"), "slope_low": float("nan"), "slope_high": float("nan"),
            "slope_k_min": float("nan")}
     sign = np.sign(c1)
@@ -592,8 +582,8 @@ def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1, *, traini
         t_trunc = abs(s2 + 1.0)
         ledger.record(claim="C1", id=f"C1-digits-slope-tau{tau:g}", quantity="loglog_slope_learned", predicted=-1.0,
                       measured=slope, ci_low=slope.ci_low - t_trunc, ci_high=slope.ci_high + t_trunc,
-                      params={**base, "k_min": int(sub.k.min()), "two_term_slope": s2, "truncation": t_trunc,
-                              "rule": "-1 inside the t-interval of the slope -+ |two-term slope + 1|"})
+                      params={**base, "k_min": int(sub.k.min()), "two_term_slope": s2, "truncation": t_trunc},
+                      rule=Rule.two_sided(note="-1 inside the t-interval of the slope -+ |two-term slope + 1|"))
         out.update({"slope": slope.mean, "slope_low": slope.ci_low, "slope_high": slope.ci_high,
                     "slope_k_min": float(sub.k.min())})
     trunc_pos = abs(float(last.pos_c2)) / k
@@ -601,8 +591,8 @@ def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1, *, traini
                   predicted=float(last.u1), measured=float(last.pos_k),
                   ci_low=float(last.u1 + last.pos_diff_low - trunc_pos),
                   ci_high=float(last.u1 + last.pos_diff_high + trunc_pos),
-                  params={**base, "truncation": trunc_pos,
-                          "rule": "E u1 inside E u1 + paired bootstrap interval of (k pos - u1) -+ next term"})
+                  params={**base, "truncation": trunc_pos},
+                  rule=Rule.two_sided(note="E u1 inside E u1 + paired bootstrap interval of (k pos - u1) -+ next term"))
     out.update({"c1": c1, "c1_low": float(last.c1_low), "c1_high": float(last.c1_high), "c2": c2,
                 "kbias": float(last.kbias), "kbias_low": float(c1 + last.diff_low),
                 "kbias_high": float(c1 + last.diff_high), "u1": float(last.u1), "pos_k": float(last.pos_k),
@@ -636,10 +626,9 @@ def ledger_kl(ledger, kl: pd.DataFrame, tau_train: float, *, training: dict | No
     ledger.record(claim="C3", id=f"C3-digits-bound-tau{tau_train:g}", quantity="max_kl_over_bound_learned",
                   predicted=1.0, measured=float((kl.kl / kl.bound).max()),
                   ci_low=float((kl.kl_low / kl.bound).max()), ci_high=float(kl.ratio_high.max()),
-                  passed=bool(kl.ratio_high.max() <= 1.0),
+                  rule=Rule.bound("ci_high", "<="),
                   params={"model": "digits, SphereMLP (learned)", "tau_train": tau_train, **(training or {}),
-                          "taus": [float(t) for t in kl.tau], "worst_tau": float(worst.tau),
-                          "rule": "one-sided: passed when the interval's upper end is <= 1"})
+                          "taus": [float(t) for t in kl.tau], "worst_tau": float(worst.tau)})
     own = kl.loc[(kl.tau - tau_train).abs().idxmin()]
     return {"kl_ratio_max": float(kl.ratio_high.max()), "kl_worst_tau": float(worst.tau), "kl_own": float(own.kl),
             "kl_own_bound": float(own.bound)}

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ..learning.embeddings import loss_per_tuple
-from ..utils.validation import check_at_least, check_float_tensor, check_k, check_nonneg, check_seed, check_tau
+from ..utils.validation import check_float_tensor, check_k, check_scalar, check_seed, check_tau
 
 
 def load_digits(*, device=None, dtype=torch.float32):
@@ -73,8 +73,9 @@ def augment(images: torch.Tensor, generator: torch.Generator | None = None, *, m
         raise ValueError(f"images must have shape (N, H, W) with N >= 1, got {tuple(images.shape)}")
     if float(images.min()) < 0.0 or float(images.max()) > 1.0:
         raise ValueError("images must have values in [0, 1] (use load_digits, which scales them)")
-    max_shift, max_rotation = check_nonneg(max_shift, "max_shift"), check_nonneg(max_rotation, "max_rotation")
-    noise = check_nonneg(noise, "noise")
+    max_shift = check_scalar(max_shift, "max_shift", ge=0)
+    max_rotation = check_scalar(max_rotation, "max_rotation", ge=0)
+    noise = check_scalar(noise, "noise", ge=0)
     n, h, w = images.shape
     dev, dt = images.device, images.dtype
     u = torch.rand(n, 3, generator=generator, device=dev, dtype=torch.float32).to(dt) * 2 - 1
@@ -198,7 +199,8 @@ class AugmentationBank:
     def __init__(self, images: torch.Tensor, n_aug: int, generator: torch.Generator | None = None,
                  **augment_kwargs):
         _check_pool(images, minimum=2)
-        self.n_aug = check_at_least(n_aug, "n_aug", 2, "a positive is another augmentation of the anchor's image")
+        self.n_aug = check_scalar(n_aug, "n_aug", ge=2, integer=True,
+                                  why="a positive is another augmentation of the anchor's image")
         self.n_images = images.shape[0]
         self.source = torch.arange(self.n_images, device=images.device).repeat_interleave(self.n_aug)
         self.views = augment(images[self.source], generator, **augment_kwargs).flatten(1)
@@ -223,7 +225,7 @@ def bank_similarity_laws(embedding: torch.Tensor, n_images: int, n_aug: int, *, 
         ``(s_pos (n, A - 1), s_neg (n, (N - 1) A), anchor_image (n,))`` with ``n = N anchors_per_image``.
     """
     check_float_tensor(embedding, "embedding")
-    N, A = check_at_least(n_images, "n_images", 2), check_at_least(n_aug, "n_aug", 2)
+    N, A = check_scalar(n_images, "n_images", ge=2, integer=True), check_scalar(n_aug, "n_aug", ge=2, integer=True)
     r = check_k(anchors_per_image, "anchors_per_image")
     if embedding.dim() != 2 or embedding.shape[0] != N * A:
         raise ValueError(f"embedding must have shape ({N * A}, d) = (n_images * n_aug, d), got {tuple(embedding.shape)}")
@@ -253,7 +255,7 @@ def evaluate(phi, images: torch.Tensor, labels: torch.Tensor, *, k: int, tau: fl
       same label.
     """
     tau, k_eval = check_tau(tau), check_k(k_eval, "k_eval")
-    n_queries = check_at_least(n_queries, "n_queries", 2, "a standard error needs two queries")
+    n_queries = check_scalar(n_queries, "n_queries", ge=2, integer=True, why="a standard error needs two queries")
     if not isinstance(labels, torch.Tensor) or labels.shape != images.shape[:1]:
         raise ValueError(f"labels must be a tensor of shape (N,) = ({images.shape[0]},), got "
                          f"{tuple(getattr(labels, 'shape', ()))}")

@@ -18,7 +18,7 @@ import torch
 
 from .. import __version__
 from ..utils.device import describe, resolve_device
-from ..utils.validation import check_at_least, check_k
+from ..utils.validation import check_k, check_scalar, check_seed
 from .ledger import Ledger
 from .paths import git_commit
 from .profiles import check_profile, sizes_for
@@ -56,11 +56,11 @@ def setup_chapter(chapter: str, profile: str = "standard", device: str = "auto",
 
     Raises:
         ValueError: unknown profile or device, ``cuda`` without a GPU, negative seed.
+        TypeError: a seed that is not an integer.
     """
     check_profile(profile)
     dev = resolve_device(device)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got seed={seed!r}")
+    seed = check_seed(seed)
     seed_everything(seed)
     use_book_style()
     ctx = ChapterContext(chapter=chapter, profile=profile, device=dev, seed=seed,
@@ -73,7 +73,7 @@ def setup_chapter(chapter: str, profile: str = "standard", device: str = "auto",
 
 def log_grid(k_max_log2: int, per_octave: int = 2) -> list[int]:
     """Integers from 1 to 2^k_max_log2, about ``per_octave`` per doubling (distinct, sorted)."""
-    k_max_log2 = check_at_least(k_max_log2, "k_max_log2", 0)
+    k_max_log2 = check_scalar(k_max_log2, "k_max_log2", ge=0, integer=True)
     per_octave = check_k(per_octave, "per_octave")
     ks = np.unique(np.round(2.0 ** np.arange(0, k_max_log2 + 1e-9, 1.0 / per_octave)).astype(int))
     return [int(k) for k in ks]

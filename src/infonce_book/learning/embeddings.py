@@ -32,7 +32,7 @@ import math
 import torch
 
 from ..losses import info_nce_from_similarities
-from ..utils.validation import check_float_tensor, check_k, check_positive
+from ..utils.validation import check_float_tensor, check_k, check_scalar
 
 
 def ball_projection(z: torch.Tensor) -> torch.Tensor:
@@ -42,7 +42,7 @@ def ball_projection(z: torch.Tensor) -> torch.Tensor:
 
 
 def _check_radius(radius, upper=None) -> float:
-    radius = check_positive(radius, "radius")
+    radius = check_scalar(radius, "radius", gt=0)
     if upper is not None and radius >= upper:
         raise ValueError(f"radius must be < {upper:g} for this class, got radius={radius!r}")
     return float(radius)

@@ -24,7 +24,7 @@ import torch
 from ..losses import VARIANTS
 from ..theory.stats import Estimate
 from ..utils.progress import progress
-from ..utils.validation import check_choice, check_k, check_level, check_positive, check_seed, check_tau
+from ..utils.validation import CONFIDENCE_LEVEL, check_choice, check_k, check_scalar, check_seed, check_tau
 from .embeddings import loss_per_tuple
 
 
@@ -55,12 +55,12 @@ def empirical_rademacher(loss_class, data, n_sigma: int = 16, *, tau: float, n_s
         raise ValueError(f"n_sigma must be >= 2 (an interval needs two draws), got n_sigma={n_sigma}")
     n_starts, steps = check_k(n_starts, "n_starts"), check_k(steps, "steps")
     check_choice(variant, "variant", VARIANTS)
-    level, seed = check_level(level), check_seed(seed)
+    level, seed = check_scalar(level, "level", **CONFIDENCE_LEVEL), check_seed(seed)
     if not isinstance(data, (tuple, list)) or len(data) != 3:
         raise TypeError(f"data must be a tuple (x, x_pos, x_neg) of tensors, got {type(data).__name__}")
     x, xp, xn = data
     n = x.shape[0]
-    lr = loss_class.radius / 10.0 if lr is None else check_positive(lr, "lr")
+    lr = loss_class.radius / 10.0 if lr is None else check_scalar(lr, "lr", gt=0)
     dev = loss_class.center.device
     gen = torch.Generator(device=dev).manual_seed(int(seed))
     saved = loss_class.theta.detach().clone()

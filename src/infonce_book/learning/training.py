@@ -30,15 +30,7 @@ import torch
 from ..losses import VARIANTS, info_nce, info_nce_from_similarities
 from ..utils.device import resolve_device
 from ..utils.progress import progress
-from ..utils.validation import (
-    check_at_least,
-    check_choice,
-    check_float_tensor,
-    check_k,
-    check_positive,
-    check_seed,
-    check_tau,
-)
+from ..utils.validation import check_choice, check_float_tensor, check_k, check_scalar, check_seed, check_tau
 from .embeddings import loss_per_tuple
 
 
@@ -58,12 +50,12 @@ def fit_temperature(model, k: int, *, tau_init: float = 1.0, batch_size: int = 5
     """
     _check_sphere_model(model)
     k = check_k(k)
-    tau_init = check_positive(tau_init, "tau_init")
+    tau_init = check_scalar(tau_init, "tau_init", gt=0)
     batch_size, steps, tail = check_k(batch_size, "batch_size"), check_k(steps, "steps"), check_k(tail, "tail")
     if tail > steps:
         raise ValueError(f"tail must be <= steps (the estimate averages the last tail steps), got tail={tail}, "
                          f"steps={steps}")
-    lr = check_positive(lr, "lr")
+    lr = check_scalar(lr, "lr", gt=0)
     check_choice(variant, "variant", VARIANTS)
     dev = resolve_device(device)
     gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
@@ -94,7 +86,7 @@ def fit_linear_embedding(model, tau: float, *, n_train: int, k: int, steps: int 
     k, n_train, steps = check_k(k), check_k(n_train, "n_train"), check_k(steps, "steps")
     if isinstance(n_test, bool) or not isinstance(n_test, int) or n_test < 2:
         raise ValueError(f"n_test must be an integer >= 2 (a standard error needs two tuples), got n_test={n_test!r}")
-    lr = check_positive(lr, "lr")
+    lr = check_scalar(lr, "lr", gt=0)
     dev = resolve_device(device)
     gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
     x, xp, neg = model.sample_tuples(n_train, k, generator=gen, device=dev)
@@ -134,8 +126,8 @@ def fit_linear_embeddings(model, taus, *, n_sets: int, n_train: int, k: int, ste
     _check_sphere_model(model)
     taus = [check_tau(t) for t in np.atleast_1d(taus)]
     n_sets, k, n_train, steps = check_k(n_sets, "n_sets"), check_k(k), check_k(n_train, "n_train"), check_k(steps, "steps")
-    n_test = check_at_least(n_test, "n_test", 2, "a standard error needs two tuples")
-    lr = check_positive(lr, "lr")
+    n_test = check_scalar(n_test, "n_test", ge=2, integer=True, why="a standard error needs two tuples")
+    lr = check_scalar(lr, "lr", gt=0)
     seed = check_seed(seed)
     dev = resolve_device(device)
     T, p = len(taus), model.dim
@@ -208,7 +200,7 @@ class PlateauStop:
             raise TypeError(f"monitor must be callable, got {type(self.monitor).__name__}")
         check_k(self.every, "every")
         check_k(self.window, "window")
-        check_positive(self.rtol, "rtol")
+        check_scalar(self.rtol, "rtol", gt=0)
         if isinstance(self.min_steps, bool) or not isinstance(self.min_steps, int) or self.min_steps < 0:
             raise ValueError(f"min_steps must be an integer >= 0, got min_steps={self.min_steps!r}")
 
@@ -262,7 +254,7 @@ def fit(embedding, data, tau, *, steps: int = 300, lr: float = 0.01, batch_size:
     """
     tau = check_tau(tau)
     steps = check_k(steps, "steps")
-    lr = check_positive(lr, "lr")
+    lr = check_scalar(lr, "lr", gt=0)
     check_choice(variant, "variant", VARIANTS)
     if stop is not None and not isinstance(stop, PlateauStop):
         raise TypeError(f"stop must be a PlateauStop or None, got {type(stop).__name__}")
@@ -379,7 +371,7 @@ def fit_ensemble(ensemble, sampler, taus, *, steps: int, lr: float = 0.01, batch
     if S < 1 or len(taus) != S:
         raise ValueError(f"taus must hold one temperature per member ({S} members), got {len(taus)}")
     steps, batch_size = check_k(steps, "steps"), check_k(batch_size, "batch_size")
-    lr = check_positive(lr, "lr")
+    lr = check_scalar(lr, "lr", gt=0)
     check_choice(schedule, "schedule", ("constant", "cosine"))
     if stop is not None and not isinstance(stop, PlateauStop):
         raise TypeError(f"stop must be a PlateauStop or None, got {type(stop).__name__}")

@@ -16,7 +16,7 @@ from ..theory.exact import DiscreteLaws, exact_bias, expected_log_T, snis_bias
 from ..theory.search import monte_carlo_search_cross_entropy
 from ..theory.stats import Estimate
 from ..theory.symbolic import bias_coefficient_functions
-from ..utils.validation import check_at_least, check_choice, check_k, check_seed, check_tau, exp_or_raise
+from ..utils.validation import check_choice, check_k, check_scalar, check_seed, check_tau, exp_or_raise
 from .base import ReferenceModel, register
 
 
@@ -254,8 +254,8 @@ class FiniteModel(ReferenceModel):
             db = torch.multinomial(pi_t, n * k, replacement=True, generator=gen).reshape(n, k)
             return S_t[x[:, None], db], logm_t[x[:, None], db]
 
-        return monte_carlo_search_cross_entropy(sample_batch, k, check_at_least(n_queries, "n_queries", 2, "an interval "
-                                        "needs two queries"), tau, max(1, min(4096, 2**22 // k)))
+        n_queries = check_scalar(n_queries, "n_queries", ge=2, integer=True, why="an interval needs two queries")
+        return monte_carlo_search_cross_entropy(sample_batch, k, n_queries, tau, max(1, min(4096, 2**22 // k)))
 
     def search_cross_entropy_curve(self, ks, tau) -> np.ndarray:
         """``E[H(M_hat_k, Q_hat_k)] - log k`` for many k at once, exactly (Laplace method)."""

@@ -33,11 +33,10 @@ from ..theory.stats import Estimate
 from ..theory.symbolic import bias_coefficient_functions, ntxent_bias_coefficients
 from ..utils.device import resolve_device
 from ..utils.validation import (
-    check_at_least,
     check_choice,
     check_float_tensor,
     check_k,
-    check_nonneg,
+    check_scalar,
     check_seed,
     check_tau,
     check_unit_norm,
@@ -161,7 +160,7 @@ class VonMisesFisher(ReferenceModel):
 
     def __init__(self, dim: int, kappa: float):
         self.dim = _check_dim(dim)
-        self.kappa = check_nonneg(kappa, "kappa")
+        self.kappa = check_scalar(kappa, "kappa", ge=0)
 
     # ------------------------------------------------------------------ closed forms
     def log_partition(self, beta) -> float | np.ndarray:
@@ -323,8 +322,8 @@ class VonMisesFisher(ReferenceModel):
             s = torch.einsum("bd,bkd->bk", x, db)
             return s, self.kappa * s - log_zk
 
-        return monte_carlo_search_cross_entropy(sample_batch, k, check_at_least(n_queries, "n_queries", 2, "an interval "
-                                        "needs two queries"), tau, bs)
+        n_queries = check_scalar(n_queries, "n_queries", ge=2, integer=True, why="an interval needs two queries")
+        return monte_carlo_search_cross_entropy(sample_batch, k, n_queries, tau, bs)
 
     def search_cross_entropy_curve(self, ks, tau) -> np.ndarray:
         """``E[H(M_hat_k, Q_hat_k)] - log k`` for many k at once, exactly (Laplace method)."""
@@ -491,7 +490,7 @@ class VonMisesFisher(ReferenceModel):
         """
         check_choice(form, "form", ("clip", "nt_xent"))
         beta = 1.0 / check_tau(tau)
-        Bs = [check_at_least(B, "batch size B", 2, "an in-batch row needs one other pair") for B in
+        Bs = [check_scalar(B, "batch size B", ge=2, integer=True, why="an in-batch row needs one other pair") for B in
               np.atleast_1d(batch_sizes)]
         if form == "clip":
             return exact_bias_with_error(self, [B - 1 for B in Bs], tau, "standard")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..experiment.ledger import load_records, verdict
+from ..experiment.ledger import KINDS, load_records, verdict
 from ..experiment.profiles import PROFILES
 from ..utils.device import describe, resolve_device
 from .timings import RECORDED_PROFILES, TIMES_FILE, fmt_seconds, seconds_of
@@ -150,21 +150,22 @@ def ledger_markdown(records: list[dict]) -> str:
     if not per_record_run:
         lines += [f"Every record comes from a run with profile `{runs[0][0]}`, device `{runs[0][1]}`, "
                   f"seed `{runs[0][2]}`.", ""]
-    header = "| id | quantity | predicted | measured | interval | verdict |" + (" run |" if per_record_run else "")
+    header = "| id | quantity | predicted | measured | interval | test | verdict |" + (" run |" if per_record_run else "")
     for chapter in dict.fromkeys(r["chapter"] for r in records):
         rows = [r for r in records if r["chapter"] == chapter]
         lines += [f"### `{chapter}`", "", _counts(rows), "", header,
-                  "|---|---|---|---|---|---|" + ("---|" if per_record_run else "")]
+                  "|---|---|---|---|---|---|---|" + ("---|" if per_record_run else "")]
         for r in rows:
             v = verdict(r)
             shown = f"**{v}**" if not r["passed"] else v
             run = f" {r['profile']}/{r['device']}/{r['seed']} |" if per_record_run else ""
             lines.append(f"| `{_cell(r['id'])}` | {_cell(r['quantity'])} | {_num(r['predicted'])} "
-                         f"| {_num(r['measured'])} | [{_num(r['ci_low'])}, {_num(r['ci_high'])}] | {shown} |{run}")
+                         f"| {_num(r['measured'])} | [{_num(r['ci_low'])}, {_num(r['ci_high'])}] "
+                         f"| {r.get('kind', 'two-sided')} | {shown} |{run}")
         lines.append("")
-    if any(verdict(r).endswith("*") for r in records):
-        lines += ["\\* one-sided claim: *predicted* is a limit, not a point value; the record's "
-                  "`params.rule` states the verdict rule.", ""]
+    kinds = [kind for kind in KINDS if any(r.get("kind", "two-sided") == kind for r in records)]
+    lines += ["The *test* column says how each verdict was decided:", ""]
+    lines += [f"* **{kind}**: passed when {KINDS[kind]}." for kind in kinds] + [""]
     n_fail = sum(not r["passed"] for r in records)
     if n_fail:
         lines += ["**Failed claims** (shown, not tuned away; each chapter discusses its own):", ""]

@@ -47,6 +47,7 @@ from ..experiment.ledger import load_records, summary_line
 from ..experiment.paths import PIPELINE_ENV, atomic_write_text, git_commit, project_root
 from ..experiment.profiles import check_profile
 from ..utils.device import resolve_device
+from ..utils.validation import check_seed
 from .citation import BACK_MATTER, cite_markdown, footer_html, repository_is_placeholder, toc_pages
 from .editions import EDITIONS, strip_solutions_site
 from .reading_path import reading_path_markdown
@@ -213,8 +214,7 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
 
     root = (root or project_root()).resolve()
     check_profile(profile)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got seed={seed!r}")
+    seed = check_seed(seed)
     dev = resolve_device(device)
     stem, source = resolve_chapter(name, root)
     build_dir = Path(build_dir or root / "_build").resolve()

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..losses import VARIANTS
-from ..utils.validation import check_choice, check_k, check_nonneg, check_positive, check_real, check_tau, exp_or_raise
+from ..utils.validation import check_choice, check_k, check_scalar, check_tau, exp_or_raise
 
 
 def _ks(k) -> np.ndarray:
@@ -46,10 +46,10 @@ def bias_bounds(k, *, u1: float, u2: float, v2: float, a: float, variant: str = 
     :func:`infonce_book.symbolic.nonasymptotic_bias_bounds`.
     """
     check_choice(variant, "variant", VARIANTS)
-    a = check_positive(a, "a")
+    a = check_scalar(a, "a", gt=0)
     if not a <= 1.0:
         raise ValueError(f"a must be in (0, 1] (a lower bound on T), got a={a!r}")
-    u1, u2, v2 = check_nonneg(u1, "u1"), check_nonneg(u2, "u2"), check_nonneg(v2, "v2")
+    u1, u2, v2 = check_scalar(u1, "u1", ge=0), check_scalar(u2, "u2", ge=0), check_scalar(v2, "v2", ge=0)
     if u2 < u1 * u1 * (1.0 - 1e-12):
         raise ValueError(f"u2 = E[U^2] must be >= u1^2 = E[U]^2 (moments of one law), got u1={u1!r}, u2={u2!r}")
     kk = _ks(k)
@@ -93,7 +93,7 @@ def lipschitz_log_bound(k, *, tau: float, sigma: float, mean_w_pos: float) -> np
     """
     tau = check_tau(tau)
     beta = 1.0 / tau
-    sigma, mean_w_pos = check_nonneg(sigma, "sigma"), check_nonneg(mean_w_pos, "mean_w_pos")
+    sigma, mean_w_pos = check_scalar(sigma, "sigma", ge=0), check_scalar(mean_w_pos, "mean_w_pos", ge=0)
     kk = _ks(k)
     factor = float(exp_or_raise(beta, "the Lipschitz constant e^beta of log", tau))
     out = factor * (sigma / np.sqrt(kk) + mean_w_pos / kk)
@@ -178,7 +178,7 @@ def continuity_bound(s_pos, s_neg, s_pos_new, s_neg_new, tau, *, kind: str = "av
     if gamma is not None:
         if kind != "dv":
             raise ValueError(f"gamma is only used with kind='dv', got kind={kind!r}, gamma={gamma!r}")
-        gamma = check_positive(gamma, "gamma")  # None instead: the best of a grid
+        gamma = check_scalar(gamma, "gamma", gt=0)  # None instead: the best of a grid
     sp = _check_similarities(s_pos, "s_pos", "(B,)")
     sn = _check_similarities(s_neg, "s_neg", "(B, k)")
     sp2 = _check_similarities(s_pos_new, "s_pos_new", "(B,)")
@@ -275,8 +275,8 @@ def rademacher_covering_bound(lipschitz_rms: float, radius: float, n_params: int
     taken over a fine grid of eps (any eps gives a valid bound); the term ``D`` is the one-point
     net ``{theta0}`` (``|l(theta) - l(theta0)| <= Lambda D``), smaller when n is not much above P.
     """
-    L = check_nonneg(lipschitz_rms, "lipschitz_rms")
-    D = check_nonneg(radius, "radius")
+    L = check_scalar(lipschitz_rms, "lipschitz_rms", ge=0)
+    D = check_scalar(radius, "radius", ge=0)
     P = check_k(n_params, "n_params")
     n = check_k(n, "n")
     if D == 0.0 or L == 0.0:
@@ -408,7 +408,7 @@ def tunable_lipschitz_constant(L_anchor, L_positive, L_negatives, tau, *, gamma=
     own = min(1.0, k * max_negative_weight(k, tau)) if variant == "standard" else 1.0
     log_kq = math.log(k * max_negative_weight(k, tau, variant="decoupled"))
     lmax = Ln.max(axis=1)
-    gammas = TUNABLE_GAMMAS if gamma is None else np.array([check_positive(gamma, "gamma")])
+    gammas = TUNABLE_GAMMAS if gamma is None else np.array([check_scalar(gamma, "gamma", gt=0)])
     best = np.full(La.shape, np.inf)
     for g in gammas:
         # (1/g) log mean e^{g L} = lmax + (1/g) log mean e^{g (L - lmax)}: no overflow
@@ -453,9 +453,9 @@ def vector_contraction_bound(n, k, tau, *, radius: float, dim_out: int, m2_ancho
     check_choice(variant, "variant", VARIANTS)
     n, k = check_k(n, "n"), check_k(k)
     beta = 1.0 / check_tau(tau)
-    radius, post = check_positive(radius, "radius"), check_nonneg(post_lipschitz, "post_lipschitz")
+    radius, post = check_scalar(radius, "radius", gt=0), check_scalar(post_lipschitz, "post_lipschitz", ge=0)
     dim_out = check_k(dim_out, "dim_out")
-    ma, mp, mn = (check_nonneg(v, name) for v, name in ((m2_anchor, "m2_anchor"), (m2_positive, "m2_positive"),
+    ma, mp, mn = (check_scalar(v, name, ge=0) for v, name in ((m2_anchor, "m2_anchor"), (m2_positive, "m2_positive"),
                                                         (m2_negatives, "m2_negatives")))
     kp = k * max_negative_weight(k, tau, variant=variant)
     width = 2.0 * math.sqrt(ma) + math.sqrt(mp) + math.sqrt(kp * mn)
@@ -496,8 +496,8 @@ def search_bias_constant(tau, *, sd_m: float, second_moment_m: float, m_min: flo
     """
     tau = check_tau(tau)
     beta = 1.0 / tau
-    sd_m, second = check_nonneg(sd_m, "sd_m"), check_nonneg(second_moment_m, "second_moment_m")
-    m_min = check_nonneg(m_min, "m_min")
+    sd_m, second = check_scalar(sd_m, "sd_m", ge=0), check_scalar(second_moment_m, "second_moment_m", ge=0)
+    m_min = check_scalar(m_min, "m_min", ge=0)
     if m_min == 0.0:
         raise ValueError("m_min must be > 0: the C2 bound needs the density ratio m bounded below, got m_min=0.0")
     out = 2.0 * beta * sd_m * math.sqrt(second) / m_min + float(exp_or_raise(2.0 * beta, "e^(2 beta)", tau))
@@ -540,10 +540,10 @@ def search_bias_bounds(k, tau, *, e_m2: float, var_m: float | None = None, sd_M_
     """
     k = check_k(k, meaning="database size")
     beta = 1.0 / check_tau(tau)
-    e_m2 = check_nonneg(e_m2, "e_m2")
+    e_m2 = check_scalar(e_m2, "e_m2", ge=0)
     if e_m2 < 1.0 - 1e-12:
         raise ValueError(f"e_m2 = E_pi m^2 must be >= 1 (m is a density ratio, E_pi m = 1), got e_m2={e_m2!r}")
-    given = {name: (None if v is None else check_nonneg(v, name)) for name, v in
+    given = {name: (None if v is None else check_scalar(v, name, ge=0)) for name, v in
              (("var_m", var_m), ("sd_M_m", sd_M_m), ("e_m_mminus1_sq", e_m_mminus1_sq), ("mu4", mu4))}
     out = {"second_moment": 2.0 * beta * e_m2 / k, "third_moment": float("nan"), "two_term": float("nan"),
            "cap": 2.0 * beta}
@@ -583,7 +583,7 @@ def search_bias_constant_l2(tau, *, second_moment) -> float:
     Source: book, Chapter 2, Lemma ``c2-lem-snis`` and Theorem ``c2-thm-search``.
     """
     beta = 1.0 / check_tau(tau)
-    r_bar = check_real(second_moment, "second_moment")
+    r_bar = check_scalar(second_moment, "second_moment")
     if not r_bar >= 1.0:
         raise ValueError(f"second_moment must be >= 1 (E_pi m^2 >= (E_pi m)^2 = 1), got second_moment={r_bar!r}")
     return float(beta * (2.0 * r_bar - 1.5) + float(exp_or_raise(2.0 * beta, "e^(2 beta)", tau)))
@@ -602,8 +602,8 @@ def snis_bias_constant(*, var_m: float, var_mf: float, cov_mf: float, mean_f: fl
             under the target ``M = m P``. mean_f: ``I`` in [-1, 1].
     Source: book, Chapter 2, Lemma ``c2-lem-snis``.
     """
-    var_m, var_mf = check_nonneg(var_m, "var_m"), check_nonneg(var_mf, "var_mf")
-    cov_mf, mean_f = check_real(cov_mf, "cov_mf"), check_real(mean_f, "mean_f")
+    var_m, var_mf = check_scalar(var_m, "var_m", ge=0), check_scalar(var_mf, "var_mf", ge=0)
+    cov_mf, mean_f = check_scalar(cov_mf, "cov_mf"), check_scalar(mean_f, "mean_f")
     if abs(mean_f) > 1.0 + 1e-12:
         raise ValueError(f"mean_f must lie in [-1, 1] (the mean of f with values in [-1, 1]), got {mean_f!r}")
     return float(min(math.sqrt(2.0 * var_m * (var_mf + var_m)), abs(cov_mf) + (1.0 + abs(mean_f)) * var_m))
@@ -631,7 +631,7 @@ def two_point_kl(tau, q: float) -> float:
     """``KL(Q_tau || pi)`` when the similarity is ``+1`` with probability ``q`` and ``-1`` otherwise
     under pi (log space; book, Theorem ``c3-thm-kl-sharp``). ``q = 1/2``: :func:`antipodal_kl`."""
     beta = 1.0 / check_tau(tau)
-    q = check_real(q, "q")
+    q = check_scalar(q, "q")
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be a probability in (0, 1), got q={q!r}")
     lz = float(np.logaddexp(math.log(q) + beta, math.log1p(-q) - beta))
@@ -666,15 +666,15 @@ def theorem1_terms(*, train_risk: float, k: int, n: int, tau: float, delta: floa
         raise TypeError(f"delta must be a number in (0, 1) (the failure probability), got {delta!r}")
     if not (0.0 < delta < 1.0):
         raise ValueError(f"delta must be in (0, 1), got delta={delta!r}")
-    train_risk = check_real(train_risk, "train_risk")
-    rademacher = check_nonneg(rademacher, "rademacher")
+    train_risk = check_scalar(train_risk, "train_risk")
+    rademacher = check_scalar(rademacher, "rademacher", ge=0)
     B = loss_range(k, tau, variant=variant)
     terms = {"empirical_risk": float(train_risk - math.log(k)), "complexity": 2.0 * rademacher,
              "confidence": B * math.sqrt(math.log(1.0 / delta) / (2.0 * n)), "range_B": B}
     if search_constant is not None and search_bias is not None:
         raise ValueError("give search_constant (C, the term is C/k) or search_bias (the term itself), not both")
     if search_bias is not None:
-        terms["search_bias"] = check_nonneg(search_bias, "search_bias")
+        terms["search_bias"] = check_scalar(search_bias, "search_bias", ge=0)
         terms["bound"] = terms["empirical_risk"] + terms["complexity"] + terms["confidence"] + terms["search_bias"]
         terms["bound_on"] = "E H(M_k, Q_k) - log k"
     elif search_constant is None:
@@ -682,7 +682,7 @@ def theorem1_terms(*, train_risk: float, k: int, n: int, tau: float, delta: floa
         terms["bound"] = terms["empirical_risk"] + terms["complexity"] + terms["confidence"]
         terms["bound_on"] = "L_k - log k"
     else:
-        terms["search_bias"] = check_nonneg(search_constant, "search_constant") / k
+        terms["search_bias"] = check_scalar(search_constant, "search_constant", ge=0) / k
         terms["bound"] = terms["empirical_risk"] + terms["complexity"] + terms["confidence"] + terms["search_bias"]
         terms["bound_on"] = "E H(M_k, Q_k) - log k"
     return terms

@@ -31,11 +31,11 @@ from ..losses import VARIANTS, info_nce_streaming
 from ..utils.device import resolve_device
 from ..utils.progress import progress
 from ..utils.validation import (
-    check_at_least,
+    CONFIDENCE_LEVEL,
     check_choice,
     check_float_tensor,
     check_k,
-    check_level,
+    check_scalar,
     check_seed,
     check_tau,
 )
@@ -68,12 +68,12 @@ def monte_carlo_bias(model, k: int, tau: float, n_tuples: int, *, variant: str =
     model.require("normalised_weight_moments", "monte_carlo_bias needs the weight moments for its control variates")
     check_choice(variant, "variant", VARIANTS)
     k = check_k(k)
-    n_tuples = check_at_least(n_tuples, "n_tuples", 2, "an interval needs two tuples")
+    n_tuples = check_scalar(n_tuples, "n_tuples", ge=2, integer=True, why="an interval needs two tuples")
     tau = check_tau(tau)
     batch_size, chunk_size = check_k(batch_size, "batch_size"), check_k(chunk_size, "chunk_size")
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be torch.float32 or torch.float64, got dtype={dtype!r}")
-    level = check_level(level)
+    level = check_scalar(level, "level", **CONFIDENCE_LEVEL)
     seed = check_seed(seed)
     dev = resolve_device(device)
     beta = 1.0 / tau
@@ -115,7 +115,8 @@ def in_batch_negatives(form: str, batch_size: int) -> int:
     """Negatives per row of an in-batch loss: ``B - 1`` for CLIP (each direction), ``2B - 2`` for
     NT-Xent (book, Chapter 1, in-batch section)."""
     check_choice(form, "form", IN_BATCH_FORMS)
-    B = check_at_least(batch_size, "batch_size", 2, "an in-batch row needs one other pair as negatives")
+    B = check_scalar(batch_size, "batch_size", ge=2, integer=True,
+                     why="an in-batch row needs one other pair as negatives")
     return B - 1 if form == "clip" else 2 * B - 2
 
 
@@ -186,8 +187,8 @@ def monte_carlo_in_batch_bias(model, batch_size: int, tau: float, n_batches: int
     k = in_batch_negatives(form, batch_size)
     B = int(batch_size)
     tau = check_tau(tau)
-    n_batches = check_at_least(n_batches, "n_batches", 2, "an interval needs two batches")
-    level = check_level(level)
+    n_batches = check_scalar(n_batches, "n_batches", ge=2, integer=True, why="an interval needs two batches")
+    level = check_scalar(level, "level", **CONFIDENCE_LEVEL)
     dev = resolve_device(device)
     gen = torch.Generator(device=dev)
     gen.manual_seed(check_seed(seed))

@@ -24,13 +24,13 @@ import math
 import numpy as np
 from scipy import special
 
-from ..utils.validation import check_k, check_nonneg, check_positive
+from ..utils.validation import check_k, check_scalar
 
 __all__ = ["kl_bernoulli", "kl_inverse_upper", "log_xi", "gaussian_kl_isotropic", "pac_bayes_kl_certificate"]
 
 
 def _check_unit(x, name: str) -> float:
-    x = check_nonneg(x, name)
+    x = check_scalar(x, name, ge=0)
     if x > 1.0:
         raise ValueError(f"{name} must lie in [0, 1] (a probability or a rescaled risk), got {name}={x!r}")
     return x
@@ -96,8 +96,8 @@ def kl_inverse_upper(q: float, c: float, *, tol: float = 1e-12) -> float:
         0.3
     """
     q = _check_unit(q, "q")
-    c = check_nonneg(c, "c")
-    tol = check_positive(tol, "tol")
+    c = check_scalar(c, "c", ge=0)
+    tol = check_scalar(tol, "tol", gt=0)
     if q >= 1.0:
         return 1.0
     if c == 0.0:
@@ -150,7 +150,7 @@ def gaussian_kl_isotropic(mean_q, mean_p, s_q: float, s_p: float) -> float:
         raise ValueError(f"mean_q and mean_p must have the same (non-empty) shape, got {mq.shape} and {mp.shape}")
     if not (np.all(np.isfinite(mq)) and np.all(np.isfinite(mp))):
         raise ValueError("mean_q and mean_p must be finite")
-    s_q, s_p = check_positive(s_q, "s_q"), check_positive(s_p, "s_p")
+    s_q, s_p = check_scalar(s_q, "s_q", gt=0), check_scalar(s_p, "s_p", gt=0)
     r = (s_q / s_p) ** 2
     return float(0.5 * (mq.size * (r - 1.0 - math.log(r)) + np.sum((mq - mp) ** 2) / s_p**2))
 
@@ -176,9 +176,9 @@ def pac_bayes_kl_certificate(mc_mean: float, m_draws: int, kl_qp: float, n: int,
     """
     mc_mean = _check_unit(mc_mean, "mc_mean")
     m_draws, n, n_priors = check_k(m_draws, "m_draws"), check_k(n, "n"), check_k(n_priors, "n_priors")
-    kl_qp = check_nonneg(kl_qp, "kl_qp")
+    kl_qp = check_scalar(kl_qp, "kl_qp", ge=0)
     for name, d in (("delta", delta), ("delta_mc", delta_mc)):
-        if not 0.0 < check_positive(d, name) < 1.0:
+        if not 0.0 < check_scalar(d, name, gt=0) < 1.0:
             raise ValueError(f"{name} must be in (0, 1), got {name}={d!r}")
     empirical_upper = kl_inverse_upper(mc_mean, math.log(1.0 / delta_mc) / m_draws)
     rhs = (kl_qp + log_xi(n) + math.log(n_priors / delta)) / n

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import torch
 
-from ..utils.validation import check_float_tensor, check_level, check_tau, check_unit_norm
+from ..utils.validation import CONFIDENCE_LEVEL, check_float_tensor, check_scalar, check_tau, check_unit_norm
 from .stats import Estimate
 
 
@@ -124,7 +124,7 @@ def empirical_kl_softmax_interval(queries: torch.Tensor, sample: torch.Tensor, t
     Returns:
         an :class:`~infonce_book.theory.stats.Estimate`, in nats.
     """
-    level = check_level(level)
+    level = check_scalar(level, "level", **CONFIDENCE_LEVEL)
     kl = empirical_kl_softmax(queries, sample, tau).double()
     if kl.numel() < 2:
         raise ValueError(f"queries must hold at least 2 queries for an interval, got shape {tuple(queries.shape)}")

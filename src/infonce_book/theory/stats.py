@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import stats
 
-from ..utils.validation import check_at_least, check_k, check_level
+from ..utils.validation import CONFIDENCE_LEVEL, check_k, check_scalar
 
 __all__ = ["Estimate", "normal_quantile", "t_quantile", "fit_loglog_line", "fit_loglog_slope", "linear_slope",
            "weighted_linear_fit", "coverage_interval", "richardson_limit", "bootstrap_mean",
@@ -27,13 +27,13 @@ __all__ = ["Estimate", "normal_quantile", "t_quantile", "fit_loglog_line", "fit_
 
 def normal_quantile(level: float = 0.95) -> float:
     """The two-sided normal quantile ``z`` with ``P(|N(0,1)| <= z) = level`` (1.95996... at 0.95)."""
-    return float(stats.norm.ppf(0.5 + check_level(level) / 2.0))
+    return float(stats.norm.ppf(0.5 + check_scalar(level, "level", **CONFIDENCE_LEVEL) / 2.0))
 
 
 def t_quantile(level: float, dof: int) -> float:
     """The two-sided Student-t quantile at ``level`` with ``dof`` degrees of freedom (``inf`` if
     ``dof < 1``: no interval can be formed)."""
-    level = check_level(level)
+    level = check_scalar(level, "level", **CONFIDENCE_LEVEL)
     return float(stats.t.ppf(0.5 + level / 2.0, dof)) if dof >= 1 else float("inf")
 
 
@@ -76,7 +76,7 @@ class Estimate:
         object.__setattr__(self, "se", float(self.se))
         if not self.se >= 0.0:
             raise ValueError(f"se must be >= 0, got se={self.se!r}")
-        check_level(self.level)
+        check_scalar(self.level, "level", **CONFIDENCE_LEVEL)
 
     # The interval -------------------------------------------------------------------------
     @property
@@ -121,7 +121,7 @@ class Estimate:
         if self.low is not None or self.high is not None:
             raise ValueError("at_level: this estimate has an explicit interval (low, high), which "
                              "cannot be moved to another level; form it again at that level")
-        return replace(self, level=check_level(level))
+        return replace(self, level=check_scalar(level, "level", **CONFIDENCE_LEVEL))
 
     # Constructors -------------------------------------------------------------------------
     @classmethod
@@ -134,7 +134,7 @@ class Estimate:
         Raises:
             ValueError: fewer than two samples, a NaN or infinite sample, a level outside (0, 1).
         """
-        level = check_level(level)
+        level = check_scalar(level, "level", **CONFIDENCE_LEVEL)
         x = np.asarray(x, dtype=np.float64)
         if x.ndim != 1 or x.size < 2:
             raise ValueError(f"x must be a 1-D array of at least 2 samples (a standard error needs two), "
@@ -171,7 +171,7 @@ def fit_loglog_line(k, value, se, level: float = 0.95) -> tuple[Estimate, float]
     residuals scatter more than the stated errors allow, the slope's standard error is scaled up
     by the residual standard deviation (never down).
     """
-    level = check_level(level)
+    level = check_scalar(level, "level", **CONFIDENCE_LEVEL)
     k, value, se = (np.asarray(v, dtype=float) for v in (k, value, se))
     if k.ndim != 1 or k.shape != value.shape or k.shape != se.shape or k.size < 2:
         raise ValueError(f"k, value and se must be 1-D arrays of the same length >= 2; got k {k.shape}, "
@@ -203,7 +203,8 @@ def fit_loglog_slope(k, value, se, level: float = 0.95) -> Estimate:
 def linear_slope(x, y, level: float = 0.95) -> Estimate:
     """Ordinary least-squares slope of y on x, with a Student-t interval (``n - 2`` dof)."""
     res = stats.linregress(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
-    return Estimate(float(res.slope), float(res.stderr), len(x), check_level(level), dof=len(x) - 2,
+    level = check_scalar(level, "level", **CONFIDENCE_LEVEL)
+    return Estimate(float(res.slope), float(res.stderr), len(x), level, dof=len(x) - 2,
                     method="least squares")
 
 
@@ -223,7 +224,8 @@ def weighted_linear_fit(x, y, se, level: float = 0.95) -> Estimate:
 
 def coverage_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Clopper--Pearson interval for a coverage fraction ``hits/n`` (scipy's binomtest)."""
-    n, hits, level = check_k(n, "n"), check_at_least(hits, "hits", 0), check_level(level)
+    n, hits = check_k(n, "n"), check_scalar(hits, "hits", ge=0, integer=True)
+    level = check_scalar(level, "level", **CONFIDENCE_LEVEL)
     if hits > n:
         raise ValueError(f"hits must be <= n, got hits={hits}, n={n}")
     ci = stats.binomtest(int(hits), int(n)).proportion_ci(confidence_level=level, method="exact")
@@ -262,8 +264,8 @@ def bootstrap_mean(values, groups=None, *, n_boot: int = 2000, level: float = 0.
         >>> e.mean, e.n, e.ci_low <= 2.5 <= e.ci_high
         (2.5, 4, True)
     """
-    level = check_level(level)
-    n_boot = check_at_least(n_boot, "n_boot", 100, "a percentile interval needs replicates")
+    level = check_scalar(level, "level", **CONFIDENCE_LEVEL)
+    n_boot = check_scalar(n_boot, "n_boot", ge=100, integer=True, why="a percentile interval needs replicates")
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError(f"values must be a 1-D array, got shape {x.shape}")
@@ -278,7 +280,7 @@ def bootstrap_mean(values, groups=None, *, n_boot: int = 2000, level: float = 0.
         raise ValueError(f"the bootstrap needs at least 2 groups, got {m}")
     sums = np.bincount(inverse, weights=x, minlength=m)
     counts = np.bincount(inverse, minlength=m).astype(np.float64)
-    rng = np.random.default_rng(check_at_least(seed, "seed", 0))
+    rng = np.random.default_rng(check_scalar(seed, "seed", ge=0, integer=True))
     draws = rng.integers(0, m, size=(n_boot, m))
     reps = sums[draws].sum(1) / counts[draws].sum(1)
     lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])

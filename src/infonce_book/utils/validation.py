@@ -8,6 +8,74 @@ import numbers
 import numpy as np
 import torch
 
+#: The bounds of a confidence level for :func:`check_scalar`: ``check_scalar(level, "level", **CONFIDENCE_LEVEL)``.
+CONFIDENCE_LEVEL = {"gt": 0, "lt": 1, "why": "a confidence level"}
+
+
+def _interval(gt, ge, lt, le) -> str:
+    """``(0, inf)``, ``[0, 1)``, ... for the bounds of :func:`check_scalar`."""
+    low = f"({gt:g}" if gt is not None else f"[{ge:g}" if ge is not None else "(-inf"
+    high = f"{lt:g})" if lt is not None else f"{le:g}]" if le is not None else "inf)"
+    return f"{low}, {high}"
+
+
+def check_scalar(x, name: str, *, gt=None, ge=None, lt=None, le=None, integer: bool = False, why: str = ""):
+    """Return ``x`` as a float (an int with ``integer=True``); raise unless it is a number in the
+    interval that the bounds give (in the style of scikit-learn's ``check_scalar``).
+
+    Args:
+        x: the value to check (a Python or NumPy number; ``bool`` is refused).
+        name: the argument's name, used in the message.
+        gt, ge: lower bound, strict (``gt``) or not (``ge``); at most one. ``None``: no bound.
+        lt, le: upper bound, strict (``lt``) or not (``le``); at most one.
+        integer: require an integer (``numbers.Integral``) and return an ``int``; otherwise a
+            real number, which must be finite, returned as a ``float``.
+        why: what the value means, added to the message in brackets ("a confidence level").
+    Returns:
+        ``float(x)``, or ``int(x)`` with ``integer=True``.
+    Raises:
+        TypeError: ``x`` is not a number of the required kind (the message gives the accepted
+            range and the value).
+        ValueError: ``x`` is NaN, infinite, or outside the range (the message names the argument
+            and gives the accepted range and the value).
+
+    Examples:
+        >>> check_scalar(0.5, "tau", gt=0)
+        0.5
+        >>> check_scalar(3, "n_boot", ge=2, integer=True)
+        3
+        >>> check_scalar(1.5, "level", **CONFIDENCE_LEVEL)
+        Traceback (most recent call last):
+        ...
+        ValueError: level (a confidence level) must be in (0, 1), got level=1.5
+    """
+    if gt is not None and ge is not None or lt is not None and le is not None:
+        raise ValueError("check_scalar: give at most one lower bound (gt or ge) and one upper bound (lt or le)")
+    what = f"{name} ({why})" if why else name
+    if integer:
+        if lt is None and le is None and (gt is not None or ge is not None):
+            where = f"> {gt:g}" if gt is not None else f">= {ge:g}"
+        else:
+            where = f"in {_interval(gt, ge, lt, le)}"
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+            raise TypeError(f"{what} must be an integer {where}, got {x!r}")
+        value = int(x)
+        shown = f"{value}"
+        where = f"an integer {where}"
+    else:
+        where = f"in {_interval(gt, ge, lt, le)}"
+        if isinstance(x, bool) or not isinstance(x, numbers.Real):
+            raise TypeError(f"{what} must be a real number {where}, got {x!r}")
+        value = float(x)
+        shown = f"{value!r}"
+        if not math.isfinite(value):
+            raise ValueError(f"{what} must be a finite real number {where}, got {name}={shown}")
+    inside = ((gt is None or value > gt) and (ge is None or value >= ge)
+              and (lt is None or value < lt) and (le is None or value <= le))
+    if not inside:
+        raise ValueError(f"{what} must be {where}, got {name}={shown}")
+    return value
+
 
 def check_tau(tau) -> float:
     """Return ``tau`` as a float; raise if it is not a finite number > 0 (a Python number, or a
@@ -19,90 +87,27 @@ def check_tau(tau) -> float:
             raise TypeError(f"tau must be a real number in (0, inf); a tensor tau must be floating-point "
                             f"(it can be learned), got dtype {tau.dtype}")
         tau = tau.item()
-    if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
-        raise TypeError(f"tau must be a real number in (0, inf), got {tau!r}")
-    tau = float(tau)
-    if not math.isfinite(tau) or tau <= 0.0:
-        raise ValueError(f"tau must be in (0, inf) (finite, > 0), got tau={tau!r}")
-    return tau
+    return check_scalar(tau, "tau", gt=0)
 
 
 def check_k(k, name: str = "k", meaning: str = "number of negatives") -> int:
-    """Return ``k`` as an int; raise if it is not an integer >= 1."""
-    what = f"{name} ({meaning})" if name == "k" else name
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        if isinstance(k, numbers.Real) and float(k).is_integer() and math.isfinite(float(k)):
+    """Return ``k`` as an int; raise if it is not an integer >= 1 (an integral float such as
+    ``4.0`` is accepted)."""
+    if isinstance(k, numbers.Real) and not isinstance(k, (bool, numbers.Integral)):
+        if math.isfinite(float(k)) and float(k).is_integer():
             k = int(k)
-        else:
-            raise TypeError(f"{what} must be an integer >= 1, got {k!r}")
-    k = int(k)
-    if k < 1:
-        raise ValueError(f"{what} must be an integer >= 1, got {name}={k}")
-    return k
-
-
-def check_positive(value, name: str) -> float:
-    """Return ``value`` as a float; raise unless it is a finite real number > 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number in (0, inf), got {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0.0:
-        raise ValueError(f"{name} must be in (0, inf) (finite, > 0), got {name}={value!r}")
-    return value
-
-
-def check_real(value, name: str) -> float:
-    """Return ``value`` as a float; raise unless it is a finite real number."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a finite real number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {name}={value!r}")
-    return value
-
-
-def check_level(level, name: str = "level") -> float:
-    """Return a confidence level as a float; raise unless it is in the open interval (0, 1)."""
-    if isinstance(level, bool) or not isinstance(level, numbers.Real):
-        raise TypeError(f"{name} must be a number in (0, 1) (a confidence level), got {level!r}")
-    level = float(level)
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"{name} must be in (0, 1) (a confidence level), got {name}={level!r}")
-    return level
+    return check_scalar(k, name, ge=1, integer=True, why=meaning if name == "k" else "")
 
 
 def check_seed(seed, name: str = "seed") -> int:
-    """Return ``seed`` as an int; raise unless it is an integer >= 0."""
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= 0, got {seed!r}")
-    if seed < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {name}={int(seed)}")
-    return int(seed)
+    """Return ``seed`` as an int; raise unless it is an integer >= 0 (TypeError for a
+    non-integer, ValueError for a negative one)."""
+    return check_scalar(seed, name, ge=0, integer=True)
 
 
 def check_bool(value, name: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {name}={value!r}")
-    return value
-
-
-def check_at_least(value, name: str, minimum: int, why: str = "") -> int:
-    """Return ``value`` as an int; raise unless it is an integer >= ``minimum`` (``why`` is added
-    to the message)."""
-    why = f" ({why})" if why else ""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= {minimum}{why}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}{why}, got {name}={int(value)}")
-    return int(value)
-
-
-def check_nonneg(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number in [0, inf), got {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value < 0.0:
-        raise ValueError(f"{name} must be in [0, inf) (finite, >= 0), got {name}={value!r}")
     return value
 
 
