@@ -10,6 +10,7 @@ from infonce_book.learning.embeddings import SphereMLP
 def test_digits_loader_and_split():
     images, labels = digits.load_digits()
     assert images.shape == (1797, 8, 8) and labels.shape == (1797,)
+    assert digits.N_IMAGES == 1797  # the one constant the chapter takes the number from
     assert float(images.min()) == 0.0 and float(images.max()) == 1.0
     assert set(labels.tolist()) == set(range(10))
     tr, trl, te, tel = digits.split(images, labels, 1000, seed=0)

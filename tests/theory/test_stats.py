@@ -18,6 +18,7 @@ from infonce_book.theory.stats import (
     linear_slope,
     normal_quantile,
     richardson_limit,
+    seeds_needed,
     t_quantile,
     weighted_linear_fit,
 )
@@ -155,6 +156,30 @@ def test_equivalence_test_with_an_explicit_interval_and_bad_input():
         equivalence_test(Estimate(0.0, 1.0), 1.0, alpha=0.5)
     with pytest.raises(ValueError, match="no uncertainty"):
         equivalence_test(Estimate(0.0, 0.0), 1.0)
+
+
+def test_seeds_needed_by_hand_from_the_t_quantiles():
+    # The smallest n with |mean| + t_{1-alpha, n-1} sd / sqrt(n) < margin, worked by hand with
+    # quantiles from tables (not from the package).
+    # (a) mean 0, sd 0.05, margin 0.02, alpha 0.05: t/sqrt(n) must fall below 0.4.
+    #     n = 18: t_{0.95,17} = 1.7396 -> 1.7396 / 4.2426 = 0.4100 > 0.4;
+    #     n = 19: t_{0.95,18} = 1.7341 -> 1.7341 / 4.3589 = 0.3978 < 0.4: 19 seeds.
+    d = np.array([-0.05, 0.0, 0.05])  # mean 0, sd 0.05
+    assert seeds_needed(d, 0.02) == 19.0
+    # (b) mean 0.01, sd 0.01, margin 0.02, alpha 0.025 (a 95% interval):
+    #     n = 6: 0.01 + 2.5706 * 0.01 / 2.4495 = 0.02049 > 0.02; n = 7: 0.01 + 2.4469 * 0.01 / 2.6458
+    #     = 0.01925 < 0.02: 7 seeds (5 at alpha 0.05, one level looser).
+    d = np.array([0.0, 0.01, 0.02])
+    assert seeds_needed(d, 0.02, alpha=0.025) == 7.0 and seeds_needed(d, 0.02) == 5.0
+    # the sign of the mean does not matter; a mean at or beyond the margin needs infinitely many
+    assert seeds_needed(-d, 0.02, alpha=0.025) == 7.0
+    assert seeds_needed(d, 0.01) == math.inf and seeds_needed(d, 0.02, n_max=4) == math.inf
+    with pytest.raises(ValueError, match="at least 2"):
+        seeds_needed([0.01], 0.02)
+    with pytest.raises(ValueError, match="margin"):
+        seeds_needed(d, 0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        seeds_needed(d, 0.02, alpha=0.5)
 
 
 def test_bootstrap_se_matches_the_normal_theory_value():

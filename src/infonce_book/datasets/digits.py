@@ -1,7 +1,8 @@
-"""Real data for chapter C7: scikit-learn's bundled handwritten digits (1797 images, 8 x 8 pixels,
-10 classes; shipped with scikit-learn, no download), a random augmentation as the positive-pair
-kernel ``M``, and the evaluations of the chapter.
+"""Real data for chapter C7: scikit-learn's bundled handwritten digits (:data:`N_IMAGES` = 1797
+images, 8 x 8 pixels, 10 classes; shipped with scikit-learn, no download), a random augmentation
+as the positive-pair kernel ``M``, and the evaluations of the chapter.
 
+* :data:`N_IMAGES` -- the number of images, the one place the book takes it from.
 * :func:`load_digits` -- images scaled to [0, 1] and labels, as tensors.
 * :func:`split` -- a seeded train/test split.
 * :func:`augment` -- ``M(x, .)``: a random rotation (uniform in +-``max_rotation`` degrees) and
@@ -30,12 +31,25 @@ import torch
 from ..learning.embeddings import loss_per_tuple
 from ..utils.validation import check_float_tensor, check_k, check_scalar, check_seed, check_tau
 
+N_IMAGES = 1797
+"""The number of images in scikit-learn's digits (``sklearn.datasets.load_digits``: the test set
+of the UCI "Optical Recognition of Handwritten Digits" data, 1797 images); :func:`load_digits`
+checks that the loaded data have it."""
+
 
 def load_digits(*, device=None, dtype=torch.float32):
-    """The 1797 digits: ``(images (1797, 8, 8) in [0, 1], labels (1797,) int64 in 0..9)``."""
+    """The :data:`N_IMAGES` digits: ``(images (N_IMAGES, 8, 8) in [0, 1], labels (N_IMAGES,) int64
+    in 0..9)``.
+
+    Raises:
+        RuntimeError: the installed scikit-learn ships another number of images than :data:`N_IMAGES`.
+    """
     from sklearn.datasets import load_digits as _load  # scikit-learn is heavy to import: only when used
 
     data = _load()
+    if data.images.shape[0] != N_IMAGES:
+        raise RuntimeError(f"scikit-learn's digits have {data.images.shape[0]} images, the book expects "
+                           f"N_IMAGES = {N_IMAGES}")
     images = torch.as_tensor(data.images / 16.0, dtype=dtype, device=device)
     labels = torch.as_tensor(data.target, dtype=torch.int64, device=device)
     return images, labels

@@ -6,8 +6,9 @@ normal quantile lives here (:func:`normal_quantile`), and so do the fits the cha
 compare a measured rate with a predicted one (:func:`fit_loglog_slope`, :func:`linear_slope`,
 :func:`weighted_linear_fit`), Clopper--Pearson intervals (:func:`coverage_interval`),
 Richardson extrapolation (:func:`richardson_limit`), a bootstrap over groups
-(:func:`bootstrap_mean`) and the equivalence test that shows "X does not change" with a margin
-declared in advance (:func:`equivalence_test`, two one-sided tests).
+(:func:`bootstrap_mean`), the equivalence test that shows "X does not change" with a margin
+declared in advance (:func:`equivalence_test`, two one-sided tests) and its planning figure, the
+number of seeds such a test would need (:func:`seeds_needed`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..utils.validation import CONFIDENCE_LEVEL, check_k, check_scalar
 
 __all__ = ["Estimate", "normal_quantile", "t_quantile", "fit_loglog_line", "fit_loglog_slope", "linear_slope",
            "weighted_linear_fit", "coverage_interval", "richardson_limit", "bootstrap_mean",
-           "EquivalenceVerdict", "equivalence_test"]
+           "EquivalenceVerdict", "equivalence_test", "seeds_needed"]
 
 
 def normal_quantile(level: float = 0.95) -> float:
@@ -366,3 +367,47 @@ def equivalence_test(estimate: Estimate, margin: float, *, alpha: float = 0.05) 
         p_value = float(max(dist.sf(z_low), dist.cdf(z_high)))
     return EquivalenceVerdict(equivalent=bool(-margin < low and high < margin), margin=margin, alpha=alpha,
                               low=float(low), high=float(high), p_value=p_value)
+
+
+def seeds_needed(diffs, margin: float, alpha: float = 0.05, n_max: int = 10_000) -> float:
+    """The number of seeds a future equivalence test would need, if it saw the mean and standard
+    deviation of ``diffs`` again: the smallest ``n >= 2`` with
+
+        ``|mean| + t_{1 - alpha, n - 1} sd / sqrt(n) < margin``,
+
+    i.e. whose ``1 - 2 alpha`` Student-t interval (that of :func:`equivalence_test`) lies inside
+    ``(-margin, margin)``. A planning figure, not a test: it treats the observed mean and
+    standard deviation as the truth (no power calculation over their sampling error).
+
+    Args:
+        diffs: 1-D array of at least two paired differences (e.g. one per seed), units of ``margin``.
+        margin: the equivalence margin, > 0. alpha: the level of each one-sided test, in (0, 0.5).
+        n_max: the largest n tried.
+    Returns:
+        ``n`` as a float; ``inf`` when ``|mean| >= margin`` (no number of seeds suffices) or when
+        no ``n <= n_max`` does.
+    Raises:
+        ValueError: fewer than two differences, a NaN or infinite one, margin <= 0, alpha outside
+        (0, 0.5).
+    Source: the two one-sided tests of Schuirmann (1987), *J. Pharmacokinet. Biopharm.* 15,
+        657--680, solved for the sample size with the observed mean and standard deviation
+        plugged in.
+
+    Examples:
+        >>> seeds_needed([0.0, 0.01, 0.02], 0.02)  # 0.01 + t_{0.95,4} 0.01/sqrt(5) = 0.0195 < 0.02
+        5.0
+    """
+    d = np.asarray(diffs, dtype=float)
+    if d.ndim != 1 or d.size < 2 or not np.all(np.isfinite(d)):
+        raise ValueError(f"diffs must be a 1-D array of at least 2 finite values (a standard deviation needs "
+                         f"two), got shape {d.shape}")
+    margin = check_scalar(margin, "margin", gt=0)
+    alpha = check_scalar(alpha, "alpha", gt=0, lt=0.5)
+    mean, sd = abs(float(d.mean())), float(d.std(ddof=1))
+    if mean >= margin:
+        return float("inf")
+    for n in range(2, n_max + 1):
+        half = Estimate(0.0, sd / math.sqrt(n), n, 1 - 2 * alpha, dof=n - 1).half_width
+        if mean + half < margin:
+            return float(n)
+    return float("inf")
