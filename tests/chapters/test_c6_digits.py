@@ -8,6 +8,8 @@ import pytest
 import torch
 
 from infonce_book.chapters import c6_digits as chapter
+from infonce_book.chapters.c6_digits import prose
+from infonce_book.datasets import digits
 from infonce_book.experiment.ledger import Ledger
 
 
@@ -142,7 +144,7 @@ def test_member_state_round_trips_into_a_sphere_mlp():
     phi = chapter.SphereMLP(64, 8, 4, seed=3)
     state = {name: t.numpy().tolist() for name, t in phi.state_dict().items()}
     trained = pd.DataFrame([{"k": 64, "tau": 0.5, "seed": 0, "state": state}])
-    again = chapter._embedding_from_state(setup, chapter.member_state(trained, 64, 0.5), "cpu")
+    again = chapter.embedding_from_state(setup, chapter.member_state(trained, 64, 0.5), "cpu")
     x = torch.rand(5, 64)
     assert torch.allclose(again(x), phi(x))
     with pytest.raises(ValueError, match="no trained embedding"):
@@ -165,3 +167,22 @@ def test_one_temperature_note_only_for_a_single_temperature():
     assert chapter.one_temperature_note([0.1, 0.5]) == ""
     note = chapter.one_temperature_note([0.5, 0.5])  # distinct taus count
     assert note.startswith(" ") and "τ = 0.5" in note and "one temperature only" in note
+
+
+def test_generated_sentences_of_the_page():
+    assert prose.stopped_text(3, 3) == "all 3 runs met the rule"
+    assert prose.stopped_text(0, 3) == "no run met the rule" and prose.stopped_text(2, 3) == "2 of 3 runs met the rule"
+    assert prose.gap_change_text(-0.01, 0.01) == "" and "grew" in prose.gap_change_text(0.001, 0.01)
+    assert "shrank" in prose.gap_change_text(-0.01, -0.001)
+    assert prose.temperature_note(2.0, 1.0, True).startswith("The lower temperature")
+    assert prose.temperature_note(2.0, 1.0, False) == prose.temperature_note(1.0, 2.0, True) == ""
+    assert [prose.kl_verdict_text(w) for w in (0.5, 1.0, 1.01)] == ["holds with room to spare", "holds",
+                                                                    "is exceeded (see the records)"]
+    assert prose.failed_note(6, 6) == "" and "failed" in prose.failed_note(5, 6)
+    assert prose.seeds_text(7.0) == "7" and prose.seeds_text(math.inf).startswith("none")
+
+
+def test_image_counts_come_from_the_dataset_constant():
+    out = chapter.describe(chapter.DigitsSetup(n_train=1000), chapter.SIZES["smoke"], [0.5])
+    assert out["n_images"] == digits.N_IMAGES
+    assert out["n_heldout"] == digits.N_IMAGES - 1000 and out["n_eval"] == digits.N_IMAGES - 1000

@@ -1,0 +1,144 @@
+"""Chapter 6, the figures: each ``fig_*`` draws one figure of the page from a runner's table
+(:mod:`.runners`) and returns the matplotlib figure (the page glues it)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from ...theory.stats import Estimate
+
+__all__ = ["fig_training", "fig_trends", "fig_rate", "fig_search", "fig_kl", "fig_view"]
+
+
+def fig_training(trained: pd.DataFrame, *, title: str = ""):
+    """The stopping rule's monitor: training risk (solid) and held-out risk (dashed) of every run
+    against the steps, one panel per (tau, k)."""
+    groups = list(trained.groupby(["tau", "k"]))
+    fig, axes = plt.subplots(1, len(groups), figsize=(3.0 * len(groups), 3.0), squeeze=False)
+    for ax, ((tau, k), sub) in zip(axes[0], groups):
+        for i, (_, r) in enumerate(sub.iterrows()):
+            ax.plot(r.curve_step, r.curve_train, "-", color=f"C{i}", lw=1)
+            ax.plot(r.curve_step, r.curve_heldout, "--", color=f"C{i}", lw=1)
+        ax.set_title(rf"$\tau$ = {tau:g}, $k$ = {k}")
+        ax.set_xlabel("step")
+    axes[0][0].set_ylabel("InfoNCE (nats)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def fig_trends(table: pd.DataFrame, margin: float, *, title: str = ""):
+    """Gap (95% t-intervals over seeds) and top-1 retrieval against the training k, per tau; and the
+    paired change of the gap between the two largest k with its 90% interval inside the margin."""
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    ks = sorted(table.k.unique())
+    for i, (tau, sub) in enumerate(table.groupby("tau")):
+        for ax, col in zip(axes[:2], ["gap", "top1"]):
+            est = [Estimate.from_samples(sub[sub.k == k][col].to_numpy(), t=True) for k in ks]
+            m = np.array([e.mean for e in est])
+            ax.errorbar(ks, m, yerr=[m - [e.ci_low for e in est], [e.ci_high for e in est] - m], fmt="o-",
+                        color=f"C{i}", ms=4, capsize=3, label=rf"$\tau$ = {tau:g}")
+        a, b = (sub[sub.k == k].set_index("seed").gap for k in ks[-2:])
+        d = Estimate.from_samples((b - a).dropna().to_numpy(), 0.9, t=True)
+        axes[2].errorbar([i], [d.mean], yerr=[[d.mean - d.ci_low], [d.ci_high - d.mean]], fmt="o", color=f"C{i}",
+                         capsize=4)
+    axes[0].axhline(0.0, color="k", lw=0.8)
+    axes[1].axhline(float(table.chance.iloc[0]), color="k", ls=":", label="chance")
+    for ax, lab in zip(axes[:2], ["gap: held-out - training (nats)", "top-1 retrieval (held-out)"]):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("training negatives $k$")
+        ax.set_ylabel(lab)
+    axes[1].legend(fontsize="small")
+    axes[2].axhspan(-margin, margin, color="0.85", label=rf"margin $\pm\varepsilon_{{\mathrm{{eq}}}}$ = $\pm${margin:g}")
+    axes[2].axhline(0.0, color="k", lw=0.8)
+    taus = sorted(table.tau.unique())
+    axes[2].set_xticks(range(len(taus)), [rf"$\tau$ = {t:g}" for t in taus])
+    axes[2].set_xlim(-0.7, len(taus) - 0.3)
+    axes[2].set_ylabel(f"gap(k={ks[-1]}) - gap(k={ks[-2]}) (nats)")
+    axes[2].legend(fontsize="small")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def fig_rate(rates: list, *, title: str = ""):
+    """``|L_k - log k - L_inf|`` on the learned embedding against k (95% bootstrap intervals), with
+    the plug-in prediction ``|c1/k + c2/k^2|`` (line) and ``|c1|/k`` (dotted); one colour per tau."""
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for i, rate in enumerate(rates):
+        tau, k = float(rate.tau.iloc[0]), rate.k.to_numpy(float)
+        sign = np.sign(rate.c1.iloc[0]) or 1.0
+        y, lo, hi = sign * rate.bias, sign * rate.bias_low, sign * rate.bias_high
+        lo_c, hi_c = np.minimum(lo, hi), np.maximum(lo, hi)
+        ax.errorbar(k, y, yerr=[np.clip(y - lo_c, 0, None), np.clip(hi_c - y, 0, None)], fmt="o", ms=4, capsize=2,
+                    color=f"C{i}", label=rf"measured, $\tau$ = {tau:g}")
+        c1, c2 = rate.c1.iloc[0], rate.c2.iloc[0]
+        kk = np.geomspace(k.min(), k.max(), 200)
+        ax.plot(kk, sign * (c1 / kk + c2 / kk**2), "-", color=f"C{i}", lw=1, label=r"$c_1/k + c_2/k^2$ (plug-in)")
+        ax.plot(kk, abs(c1) / kk, ":", color=f"C{i}", lw=1)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("symlog", linthresh=1e-4)
+    ax.set_xlabel("negatives $k$")
+    ax.set_ylabel(r"$\pm(L_k - \log k - L_\infty)$ (nats, sign of $c_1$)")
+    ax.legend(fontsize="x-small")
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def fig_search(rates: dict, *, title: str = ""):
+    """The learned softmax search over k unseen held-out items: top-1 retrieval of the positive
+    (left) and the retrieval cross-entropy ``L_k - log k`` with its limit ``L_inf`` (right, dashed),
+    95% bootstrap intervals over images; one colour per training tau."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for i, (tau, rate) in enumerate(rates.items()):
+        for ax, col in zip(axes, ["top1", "xent"]):
+            ax.errorbar(rate.k, rate[col], yerr=[rate[col] - rate[f"{col}_low"], rate[f"{col}_high"] - rate[col]],
+                        fmt="o-", ms=3, capsize=2, color=f"C{i}", label=rf"$\tau$ = {tau:g}")
+        axes[1].axhline(float(rate.linf.iloc[0]), color=f"C{i}", ls="--", lw=1)
+    for ax, lab in zip(axes, ["top-1 retrieval among $k$ unseen items", r"$L_k - \log k$ (nats)"]):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("database size $k$")
+        ax.set_ylabel(lab)
+    axes[0].legend(fontsize="small")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def fig_kl(kls: dict, *, title: str = ""):
+    """``KL(Q_tau(x, .) || pi)`` of learned embeddings' softmax searches against tau (95% bootstrap
+    intervals), with the bound ``min(1/(2 tau^2), 2/tau)``. ``kls``: {training tau: table}."""
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for i, (tau_train, kl) in enumerate(kls.items()):
+        ax.errorbar(kl.tau, kl.kl, yerr=[kl.kl - kl.kl_low, kl.kl_high - kl.kl], fmt="o-", ms=4, capsize=2,
+                    color=f"C{i}", label=rf"embedding trained at $\tau$ = {tau_train:g}")
+    b = next(iter(kls.values()))
+    ax.plot(b.tau, b.bound, "k-", lw=2, label=r"bound $\min(1/(2\tau^2), 2/\tau)$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(r"temperature $\tau$ of the search")
+    ax.set_ylabel(r"$\mathrm{KL}(Q_\tau \,\|\, \pi)$ (nats)")
+    ax.legend(fontsize="small")
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def fig_view(view, *, title: str = ""):
+    """Scatter of the 2-D PCA view of held-out digits' embeddings (the table of
+    :func:`~.runners.view`), coloured by class."""
+    fig, ax = plt.subplots(figsize=(5.2, 4.4))
+    sns.scatterplot(data=view, x="pc1", y="pc2", hue="label", palette="tab10", s=12, ax=ax, legend="full")
+    ax.legend(title="digit", fontsize="x-small", ncol=2, loc="best")
+    ax.set_xlabel("first principal component")
+    ax.set_ylabel("second principal component")
+    if title:
+        ax.set_title(title)
+    return fig
