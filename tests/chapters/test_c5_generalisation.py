@@ -92,11 +92,15 @@ def test_canonical_mean_keeps_every_loss_and_is_closer_to_the_centre():
 
 
 def _tiny_cell(model, name, tau=0.5, k=4, n=96):
+    # 600 test tuples, 64 pilot and 3000 final Monte Carlo pairs at k = 4 (sizes are per k + 2)
+    setup = chapter.GeneralisationSetup(delta=0.05, delta_pb=0.04, delta_mc=0.01, steps=15, n_test=600,
+                                        test_elements=600 * (k + 2), pb_pilot_elements=64 * (k + 2),
+                                        pb_final_elements=3000 * (k + 2))
     mom = chapter.vmf_ratio_moments(model) if name == "sphere" else chapter.gaussian_ratio_moments(model)
-    return chapter.train_cell.uncached(model=model, model_name=name, n=n, k=k, tau=tau, seed=0, cell_seed=7, gap=True,
-                                       batch=None, steps=15, n_test=600, delta=0.05, delta_pb=0.04, delta_mc=0.01,
-                                       moments=mom, input_m2=1.0 if name == "sphere" else float(model.dim),
-                                       pb_pilot_pairs=64, pb_final_pairs=3000, device="cpu").iloc[0]
+    cell = {"model": name, "n": n, "k": k, "tau": tau, "seed": 0, "gap": True, "batch": None}
+    return chapter.train_cell.uncached(model=model, cell=cell, cell_seed=7, setup=setup, moments=mom,
+                                       input_m2=1.0 if name == "sphere" else float(model.dim),
+                                       device="cpu").iloc[0]
 
 
 def test_a_training_cell_gives_consistent_terms_and_certified_bounds():
