@@ -17,7 +17,7 @@ def fig_bounds_vs_n(summary, model: str = "vmf"):
     (log x-axis, symlog y-axis, nats): one panel per k (columns) and tau (rows), with the trivial
     bound ``2 beta``.
 
-    Args: table from :func:`bound_summary`.
+    Args: table from :func:`~.tables.bound_summary`.
     """
     sub = summary[summary.model == model]
     taus, ks = sorted(sub.tau.unique()), sorted(sub.k.unique())
@@ -53,7 +53,7 @@ def fig_theorem1_terms(summary, model: str = "vmf", tau: float | None = None):
     """The terms of the sharp bound (stacked, seed means) against n for each k, with the measured
     left-hand side, at one temperature (default: the smallest).
 
-    Args: table from :func:`bound_summary`.
+    Args: table from :func:`~.tables.bound_summary`.
     """
     terms = ["sharp_empirical_risk", "sharp_complexity", "sharp_confidence", "sharp_search_bias"]
     sub = summary[summary.model == model]
@@ -86,7 +86,7 @@ def fig_gap_vs_n(summary, tau_star: float, p_eff: float = 5.0, sphere: str = "vm
     """The generalisation gap of ERM against n (vMF model, rows named ``sphere``), with the
     p_eff/n prediction.
 
-    Args: table from :func:`gap_summary`.
+    Args: table from :func:`~.tables.gap_summary`.
     """
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
     vmf = summary[summary.model == sphere]

@@ -153,9 +153,10 @@ def _record_k_uniform(ledger, grid: pd.DataFrame) -> dict:
 
 def ledger_gap(ledger, summary: pd.DataFrame, tau_star: float, p_eff: int = 5, sphere: str = "vmf",
                runs: pd.DataFrame | None = None) -> dict:
-    """Ledger records of claim C7 (synthetic models): at ``tau = 1/kappa`` the standard InfoNCE is the conditional
-    log-likelihood of the positive's position and the vMF class contains the truth, so the expected
-    gap of ERM is ``p_eff / n + o(1/n)`` (Proposition ``c5-prop-aic``; ``p_eff = 5`` for
+    """Ledger records of claim C7 (synthetic models), from the table of
+    :func:`~.tables.gap_summary`: at ``tau = 1/kappa`` the standard InfoNCE is the conditional
+    log-likelihood of the positive's position and the vMF class contains the truth, so the
+    expected gap of ERM is ``p_eff / n + o(1/n)`` (Proposition ``c5-prop-aic``; ``p_eff = 5`` for
     NormalisedLinear(3)). Records:
 
     * ``C7-aic-pooled``: the mean of ``n * gap_cv`` over every seed of every cell at ``tau_star``

@@ -14,7 +14,7 @@ __all__ = ["nonvacuous_glue", "nonvacuous_sentence", "gap_glue"]
 
 def nonvacuous_glue(table: pd.DataFrame, tau: float) -> dict:
     """``{"<bound>_k<k>": smallest n or "none on the grid"}`` at temperature ``tau`` from
-    :func:`nonvacuous_n` (bound names ``old``, ``sharp``, ``pac``), only for the k the profile
+    :func:`~.tables.nonvacuous_n` (bound names ``old``, ``sharp``, ``pac``), only for the k the profile
     trained, and ``"sentence"``: the page's sentence (:func:`nonvacuous_sentence`)."""
     out = {}
     for _, r in table[np.isclose(table.tau, tau)].iterrows():
@@ -29,7 +29,7 @@ def nonvacuous_sentence(table: pd.DataFrame, tau: float, k_first: int = 16) -> s
     """One sentence for the page: from which n of the grid each bound (``sharp``, ``old``,
     ``PAC-Bayes``) is non-vacuous at temperature ``tau``, for the k the profile actually trained
     (``k_first`` first when present, then the others in increasing order), from
-    :func:`nonvacuous_n`. Says "vacuous on the whole grid" where no n is non-vacuous.
+    :func:`~.tables.nonvacuous_n`. Says "vacuous on the whole grid" where no n is non-vacuous.
 
     Raises:
         ValueError: no row of ``table`` at ``tau``.
