@@ -2,6 +2,7 @@
 constants, the training cell (terms of the sharp bound and the PAC-Bayes certificate), the
 ledger rules, the non-vacuity table and the numbers of the exercises."""
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -11,7 +12,6 @@ from scipy import integrate
 
 from infonce_book.chapters import c5_generalisation as chapter
 from infonce_book.experiment.ledger import Ledger
-from infonce_book.learning.embeddings import NormalisedLinear, loss_per_tuple
 from infonce_book.models import GaussianModel, VonMisesFisher
 from infonce_book.theory.bounds import max_negative_weight, rademacher_covering_bound, search_bias_constant
 from infonce_book.utils.device import one_thread
@@ -72,31 +72,33 @@ def test_ratio_moments_against_quadrature():
     assert chapter.gaussian_ratio_moments(GaussianModel(p, rho))["e_m2"] == pytest.approx(one**p, rel=1e-7)
 
 
-def test_canonical_mean_keeps_every_loss_and_is_closer_to_the_centre():
-    gen = torch.Generator().manual_seed(0)
-    model = VonMisesFisher(3, 2.0)
-    data = model.sample_tuples(200, 5, generator=gen)
-    phi = NormalisedLinear(3, 0.9)
-    A = torch.eye(3, dtype=torch.float64) + 0.15 * torch.randn(3, 3, generator=gen, dtype=torch.float64)
-    Q, _ = torch.linalg.qr(torch.randn(3, 3, generator=gen, dtype=torch.float64))
-    theta = (1.3 * Q @ A).reshape(-1)  # a rotated, rescaled copy: far from I, same similarities as A
-    centre = torch.eye(3, dtype=torch.float64).reshape(-1)
-    mean = chapter.canonical_mean(theta, centre, 3)
-    losses = []
-    for t in (A.reshape(-1), mean):
-        phi.theta_param.data.copy_(t)
-        losses.append(loss_per_tuple(phi, *data, 0.5))
-    assert torch.allclose(losses[0], losses[1], atol=1e-12)
-    assert float(torch.linalg.vector_norm(mean - centre)) < float(torch.linalg.vector_norm(theta - centre))
-    assert float(torch.linalg.vector_norm(mean - centre)) <= float(torch.linalg.vector_norm(A.reshape(-1) - centre)) + 1e-12
+def test_the_setup_is_frozen_hashed_and_sizes_the_cells_per_k():
+    size = chapter.SIZES["smoke"]
+    setup = chapter.GeneralisationSetup(delta=0.05, delta_pb=0.04, delta_mc=0.01, steps=size["steps"],
+                                        n_test=size["n_test"], test_elements=size["test_elements"],
+                                        pb_pilot_elements=size["pb_pilot_elements"],
+                                        pb_final_elements=size["pb_final_elements"])
+    assert setup.params["delta_pb"] == 0.04 and setup.params["prior_scales"] == chapter.PRIOR_SCALES
+    assert setup.n_test_for(16) == min(5000, 360_000 // 18) and setup.n_test_for(4) == 5000
+    assert setup.pilot_draws(16) == 1024 and setup.final_draws(16) == 50_000
+    assert setup.pilot_draws(10**6) == 64  # at least 64 pilot pairs
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setup.delta = 0.1
+    for bad in ({"delta": 1.0}, {"delta_mc": 0.0}, {"steps": 0}, {"prior_scales": ()}, {"posterior_ratios": (0.5, -1.0)}):
+        with pytest.raises(ValueError):
+            dataclasses.replace(setup, **bad)
 
 
 def _tiny_cell(model, name, tau=0.5, k=4, n=96):
+    # 600 test tuples, 64 pilot and 3000 final Monte Carlo pairs at k = 4 (sizes are per k + 2)
+    setup = chapter.GeneralisationSetup(delta=0.05, delta_pb=0.04, delta_mc=0.01, steps=15, n_test=600,
+                                        test_elements=600 * (k + 2), pb_pilot_elements=64 * (k + 2),
+                                        pb_final_elements=3000 * (k + 2))
     mom = chapter.vmf_ratio_moments(model) if name == "sphere" else chapter.gaussian_ratio_moments(model)
-    return chapter.train_cell.uncached(model=model, model_name=name, n=n, k=k, tau=tau, seed=0, cell_seed=7, gap=True,
-                                       batch=None, steps=15, n_test=600, delta=0.05, delta_pb=0.04, delta_mc=0.01,
-                                       moments=mom, input_m2=1.0 if name == "sphere" else float(model.dim),
-                                       pb_pilot_pairs=64, pb_final_pairs=3000, device="cpu").iloc[0]
+    cell = {"model": name, "n": n, "k": k, "tau": tau, "seed": 0, "gap": True, "batch": None}
+    return chapter.train_cell.uncached(model=model, cell=cell, cell_seed=7, setup=setup, moments=mom,
+                                       input_m2=1.0 if name == "sphere" else float(model.dim),
+                                       device="cpu").iloc[0]
 
 
 def test_a_training_cell_gives_consistent_terms_and_certified_bounds():

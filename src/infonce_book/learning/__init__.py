@@ -1,6 +1,7 @@
 """Learning embeddings: embedding classes with parameter-Lipschitz constants
-(:mod:`~.embeddings`), empirical risk minimisation (:mod:`~.training`) and empirical Rademacher
-complexity estimates (:mod:`~.rademacher`)."""
+(:mod:`~.embeddings`), empirical risk minimisation (:mod:`~.training`), empirical Rademacher
+complexity estimates (:mod:`~.rademacher`) and Gaussian-posterior PAC-Bayes certificates of a
+trained embedding (:mod:`~.pacbayes`)."""
 
 from .embeddings import (
     BallLinear,
@@ -10,6 +11,15 @@ from .embeddings import (
     SphereMLPEnsemble,
     loss_per_tuple,
     reference_embedding,
+)
+from .pacbayes import (
+    POSTERIOR_RATIOS,
+    PRIOR_SCALES,
+    canonical_mean,
+    gaussian_posterior_certificate,
+    mc_empirical_risk,
+    normalised_linear_losses,
+    randomised_search_cross_entropy,
 )
 from .rademacher import empirical_rademacher
 from .training import (
@@ -26,4 +36,6 @@ from .training import (
 __all__ = ["BallLinear", "BallMLP", "NormalisedLinear", "SphereMLP", "SphereMLPEnsemble", "loss_per_tuple",
            "reference_embedding",
            "empirical_rademacher", "EnsembleFitResult", "FitResult", "PlateauStop", "fit", "fit_ensemble",
-           "fit_linear_embedding", "fit_linear_embeddings", "fit_temperature"]
+           "fit_linear_embedding", "fit_linear_embeddings", "fit_temperature",
+           "PRIOR_SCALES", "POSTERIOR_RATIOS", "canonical_mean", "gaussian_posterior_certificate", "mc_empirical_risk",
+           "normalised_linear_losses", "randomised_search_cross_entropy"]
