@@ -37,7 +37,7 @@ def test_gaussian_records_are_one_sided(tmp_path, monkeypatch):
                           "d1": -0.93, "d1_check": -0.93, "model_constant": 11.8, "uniform_constant": 58.7,
                           "r_bar": 16 / 9, "em2_rel_err": 0.0, "k1_identity": 0.0})
     mc = pd.DataFrame({"k": [1024], "mean": [k_gap[0] / 1024], "se": [1e-5], "n_queries": [1000]})
-    chapter.ledger_gaussian(led, GaussianModel(2, 0.5), 0.5, table, mc)
+    chapter.ledger_gaussian(led, chapter.SearchSetup(tau=0.5), GaussianModel(2, 0.5), table, mc)
     rec = {r.id: r for r in led.records}
     assert rec["C2-gauss-bound-k1024"].passed and not rec["C2-gauss-bound-k4096"].passed
     assert rec["C2-gauss-uniform-holds"].passed and rec["C2-gauss-mc-k1024"].passed
@@ -47,8 +47,9 @@ def test_constant_records_hold_on_the_vmf_model(tmp_path, monkeypatch):
     monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
     led = Ledger("c2_search", "smoke", "cpu", 0)
     vmf = VonMisesFisher(3, 4.0)
-    t = chapter.exact_curve.uncached(vmf, 0.5, [1, 16, 256])
-    out = chapter.ledger_constants(led, vmf, 0.5, t)
+    setup = chapter.SearchSetup(tau=0.5)
+    t = chapter.exact_curve.uncached(setup, vmf, [1, 16, 256])
+    out = chapter.ledger_constants(led, setup, vmf, t)
     assert all(r.passed for r in led.records)
     # the floor-free constants of the chapter (mpmath values in tests/models/test_vmf_c1c3.py)
     assert out["const_model"] == pytest.approx(20.4447, abs=1e-3)

@@ -17,7 +17,7 @@ def test_ledger_rules(tmp_path, monkeypatch):
                        "kl_high": [0.92, 0.22, 2.12], "closed_form": [0.9, 0.2, float("nan")],
                        "bound": [2.0, 0.5, 2.0]})
     learned = pd.DataFrame({"seed": [0, 1, 2], "k": [64] * 3, "tau": [0.24, 0.25, 0.26]})
-    out = chapter.ledger(led, kl, learned, VonMisesFisher(3, 4.0))
+    out = chapter.ledger_kl_and_tau(led, chapter.TemperatureSetup(), VonMisesFisher(3, 4.0), kl, learned)
     rec = {r.id: r for r in led.records}
     assert rec["C3-bound-vmf-identity"].passed and not rec["C3-bound-too-sharp"].passed
     assert rec["C3-tau-star"].passed and out["tau_star"] == pytest.approx(0.25, abs=1e-6)
@@ -35,7 +35,7 @@ def test_two_cluster_sample_is_on_two_antipodal_points():
 def test_sharp_kl_records(tmp_path, monkeypatch):
     monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
     led = Ledger("c3_temperature", "smoke", "cpu", 0)
-    table = chapter.sharp_kl_check(betas=(2.0, 10.0), n_random=3, seed=0)
+    table = chapter.sharp_kl_check(chapter.TemperatureSetup(sharp_betas=(2.0, 10.0)), n_random=3, seed=0)
     chapter.ledger_sharp_kl(led, table)
     rec = {r.id: r for r in led.records}
     assert all(r.passed for r in led.records) and "C3-kl-asym-beta10" in rec
@@ -60,7 +60,7 @@ def test_approximation_records(tmp_path, monkeypatch):
     mc = pd.DataFrame({"gain": [0.0035, 0.0036, 0.0037], "identity_error": [0.176, 0.1765, 0.1762],
                        "a1": [0.88] * 3, "a2": [0.12] * 3, "predicted_gain": [0.003583] * 3,
                        "identity_closed_form": [0.1763396] * 3})
-    out = chapter.ledger_approximation(led, model, table, mc, 0.5)
+    out = chapter.ledger_approximation(led, chapter.TemperatureSetup(tau_example=0.5), model, table, mc)
     assert all(r.passed for r in led.records)
     assert out["infimum"] == pytest.approx(0.172757, abs=2e-6)  # the convex programme (certified)
     assert table.set_index("tau").loc[0.2, "infimum"] == 0.0
@@ -78,7 +78,7 @@ def test_gap_ledger_slope_below_tau_star_is_one_sided_and_the_summary_pools_sets
             ratio = (0.01 - 0.01 * np.log(tau) if tau <= 0.25 else 0.02) + noise
             rows.append({"set": s, "tau": tau, "gap": ratio * 4 / tau, "range_bk": 4 / tau, "gap_over_range": ratio,
                          "train_risk": 1.0})
-    out = chapter.ledger_gap(led, pd.DataFrame(rows), VonMisesFisher(3, 4.0))
+    out = chapter.ledger_gap(led, chapter.TemperatureSetup(), VonMisesFisher(3, 4.0), pd.DataFrame(rows))
     rec = {r.id: r for r in led.records}["C3-gap-range-below-tau-star"]
     assert rec.measured == pytest.approx(-0.01, rel=1e-9) and rec.passed
     assert rec.params["taus"] == [0.05, 0.1, 0.2] and rec.params["n_sets"] == 3

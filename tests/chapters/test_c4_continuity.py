@@ -30,7 +30,8 @@ def test_sparse_ratio_limit_hand_value():
 
 
 def test_complexity_table_closed_forms():
-    table = chapter.complexity_table([0.5, 1.0], [4, 16, 256], n=2048, radius=0.5, dim=3)
+    setup = chapter.ContinuitySetup(table_taus=(0.5, 1.0), table_ks=(4, 16, 256), table_n=2048, sphere_radius=0.5)
+    table = chapter.complexity_table(setup, dim=3)
     for _, r in table.iterrows():
         beta, k = 1 / r.tau, int(r.k)
         kp = k * math.exp(2 * beta) / (math.exp(2 * beta) + k)
@@ -47,7 +48,8 @@ def test_complexity_table_closed_forms():
 
 
 def test_embedding_segments_hold_and_attain_the_weight_bound():
-    table = chapter.embedding_segments.uncached(ks=[1, 3, 40], betas=[0.3, 2.0], n_pairs=300, dim=3, seed=1)
+    table = chapter.embedding_segments.uncached(setup=chapter.ContinuitySetup(segment_dim=3), ks=[1, 3, 40],
+                                                betas=[0.3, 2.0], n_pairs=300, seed=1)
     assert len(table) == 2 * 3 + 2 * 2  # the decoupled variant skips k = 1
     assert (table.worst <= 1.0).all()
     assert np.allclose(table.weight_ratio, 1.0, atol=1e-12)
@@ -61,7 +63,8 @@ def test_embedding_segments_hold_and_attain_the_weight_bound():
 
 
 def test_exercise_numbers_and_radius_glue():
-    nums = chapter.exercise_numbers(GaussianModel(8, 0.8), 1.0, k=16)
+    nums = chapter.exercise_numbers(chapter.ContinuitySetup(tau=1.0, exercise_k=16, tau_scalings=0.5),
+                                    GaussianModel(8, 0.8))
     kp = 16 * max_negative_weight(16, 0.5)
     assert nums["scaling_ratio"] == pytest.approx(math.sqrt(3 * (5 + kp)) / (3 + math.sqrt(kp)), rel=1e-14)
     assert nums["dv_bound"] == pytest.approx(chapter.expected_max_norm(GaussianModel(8, 0.8), 1) + 2.0, rel=1e-12)

@@ -29,6 +29,6 @@ def test_exact_gap_is_accurate_and_bounded_and_matches_monte_carlo():
     assert np.all(np.abs(np.array(r["k"]) * r["gap"]) <= r["model_constant"])
     assert r["model_constant"] <= r["uniform_constant"]
     # an independent estimate: Monte Carlo of -beta (I_hat - s(x, x+)) - log(1 + W+/sum W) at k = 4
-    mc = c2_search.gaussian_gap_monte_carlo.uncached(model=model, tau=0.5, ks=[4], n_queries=200000,
-                                                     device="cpu", seed=1)
+    mc = c2_search.gaussian_gap_monte_carlo.uncached(setup=c2_search.SearchSetup(tau=0.5), model=model, ks=[4],
+                                                     n_queries=200000, device="cpu", seed=1)
     assert abs(mc["mean"].iloc[0] - r["gap"][1]) < 4 * mc["se"].iloc[0]

@@ -307,9 +307,11 @@ def test_same_seed_gives_identical_tables_and_ledger_records_in_three_chapters()
     runs = []
     for _ in range(2):
         runs.append((
-            c1_rate.monte_carlo.uncached(VonMisesFisher(3, 4.0), 0.5, [4, 16, 64], 300, "cpu", 7, batch_size=128),
-            c2_search.retrieval.uncached(VonMisesFisher(3, 4.0), 0.5, [4, 16], 200, 1.5, "cpu", 7),
-            c3_temperature.kl_sweep.uncached([0.5, 2.0], 16, 32, "cpu", 7),
+            c1_rate.monte_carlo.uncached(c1_rate.RateSetup(tau=0.5), VonMisesFisher(3, 4.0), [4, 16, 64], 300, "cpu", 7,
+                                         batch_size=128),
+            c2_search.retrieval.uncached(c2_search.SearchSetup(tau=0.5, distortion=1.5), VonMisesFisher(3, 4.0), [4, 16],
+                                         200, "cpu", 7),
+            c3_temperature.kl_sweep.uncached(c3_temperature.TemperatureSetup(), [0.5, 2.0], 16, 32, "cpu", 7),
         ))
     for first, second in zip(*runs):
         pd.testing.assert_frame_equal(first, second, check_exact=True)
@@ -317,7 +319,7 @@ def test_same_seed_gives_identical_tables_and_ledger_records_in_three_chapters()
     recs = []
     for mc, _, _ in runs:
         led = Ledger("determinism", "smoke", "cpu", 7)
-        c1_rate.ledger_monte_carlo(led, VonMisesFisher(3, 4.0), 0.5, mc, k_min_slope=4)
+        c1_rate.ledger_monte_carlo(led, c1_rate.RateSetup(tau=0.5, k_min_slope=4), VonMisesFisher(3, 4.0), mc)
         recs.append([(r.id, r.measured, r.ci_low, r.ci_high, r.passed) for r in led.records])
     assert recs[0] == recs[1] and len(recs[0]) >= 2
 

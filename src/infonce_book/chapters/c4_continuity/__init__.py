@@ -1,0 +1,40 @@
+"""Chapter 4, ``book/c4_continuity.md``: continuity bounds that keep the averaging, in the
+similarities and in the embeddings (claim C4), the Lipschitz constants they give in the parameters
+and the Rademacher complexity of the loss class, by covering and by vector contraction (claim C5).
+
+The page constructs one :class:`ContinuitySetup` (the experiments' fixed choices, the embedding
+classes' sizes among them) next to its models and passes both to the runners. Modules:
+:mod:`.config` (``STEM``, ``SIZES``, :func:`setup`, :class:`ContinuitySetup`), :mod:`.runners`
+(a configuration in, a tidy table out, cached; the predictions; the values the page quotes),
+:mod:`.ledger` (the claims-ledger records and their verdict rules) and :mod:`.figures`
+(``fig_*``). Every name the page uses is re-exported here.
+"""
+
+from .config import SIZES, STEM, ContinuitySetup, setup
+from .figures import fig_continuity_ratios, fig_lipschitz_vs_k, fig_rademacher_sweeps
+from .ledger import ledger_lipschitz, ledger_perturbations, ledger_rademacher, ledger_segments
+from .runners import (
+    PERTURBATIONS,
+    complexity_glue,
+    complexity_table,
+    crossover_k,
+    embedding_segments,
+    exercise_numbers,
+    expected_max_norm,
+    lipschitz_check,
+    lipschitz_constants,
+    lipschitz_predictions,
+    perturbations,
+    rademacher_configs,
+    rademacher_estimates,
+    radius_exercise,
+    radius_glue,
+    sparse_average_ratio_limit,
+)
+
+__all__ = ["PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "complexity_glue", "complexity_table", "crossover_k",
+           "embedding_segments", "exercise_numbers", "expected_max_norm", "fig_continuity_ratios",
+           "fig_lipschitz_vs_k", "fig_rademacher_sweeps", "ledger_lipschitz", "ledger_perturbations",
+           "ledger_rademacher", "ledger_segments", "lipschitz_check", "lipschitz_constants", "lipschitz_predictions",
+           "perturbations", "rademacher_configs", "rademacher_estimates", "radius_exercise", "radius_glue", "setup",
+           "sparse_average_ratio_limit"]
