@@ -1,7 +1,7 @@
 """Learning embeddings: embedding classes with parameter-Lipschitz constants
-(:mod:`~.embeddings`), empirical risk minimisation (:mod:`~.training`), empirical Rademacher
-complexity estimates (:mod:`~.rademacher`) and Gaussian-posterior PAC-Bayes certificates of a
-trained embedding (:mod:`~.pacbayes`)."""
+(:mod:`~.embeddings`), the Adam training loop with hooks (:mod:`~.loop`), empirical risk
+minimisation (:mod:`~.training`), empirical Rademacher complexity estimates (:mod:`~.rademacher`)
+and Gaussian-posterior PAC-Bayes certificates of a trained embedding (:mod:`~.pacbayes`)."""
 
 from .embeddings import (
     BallLinear,
@@ -12,6 +12,7 @@ from .embeddings import (
     loss_per_tuple,
     reference_embedding,
 )
+from .loop import adam_loop, cosine_schedule
 from .pacbayes import (
     POSTERIOR_RATIOS,
     PRIOR_SCALES,
@@ -34,7 +35,7 @@ from .training import (
 )
 
 __all__ = ["BallLinear", "BallMLP", "NormalisedLinear", "SphereMLP", "SphereMLPEnsemble", "loss_per_tuple",
-           "reference_embedding",
+           "reference_embedding", "adam_loop", "cosine_schedule",
            "empirical_rademacher", "EnsembleFitResult", "FitResult", "PlateauStop", "fit", "fit_ensemble",
            "fit_linear_embedding", "fit_linear_embeddings", "fit_temperature",
            "PRIOR_SCALES", "POSTERIOR_RATIOS", "canonical_mean", "gaussian_posterior_certificate", "mc_empirical_risk",

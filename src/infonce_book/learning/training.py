@@ -14,7 +14,10 @@
   :class:`~infonce_book.learning.embeddings.SphereMLPEnsemble`, each at its own temperature and on
   its own data, trained together (one batched step for all), each stopped by the rule on its own.
 
-Progress bars show in a terminal only (see :mod:`infonce_book.utils.progress`).
+All five run the one Adam loop :func:`~infonce_book.learning.loop.adam_loop`; what differs is
+given to it as hooks (the objective, a projection, the freezing of stopped members, the
+learning-rate schedule, the history, the stopping rule). Progress bars show in a terminal only
+(see :mod:`infonce_book.utils.progress`).
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ import torch
 
 from ..losses import VARIANTS, info_nce, info_nce_from_similarities
 from ..utils.device import resolve_device
-from ..utils.progress import progress
 from ..utils.validation import check_choice, check_float_tensor, check_k, check_scalar, check_seed, check_tau
 from .embeddings import loss_per_tuple
+from .loop import adam_loop, cosine_schedule
 
 
 def _check_sphere_model(model) -> None:
@@ -60,15 +63,15 @@ def fit_temperature(model, k: int, *, tau_init: float = 1.0, batch_size: int = 5
     dev = resolve_device(device)
     gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
     log_tau = torch.tensor(math.log(tau_init), dtype=torch.float64, device=dev, requires_grad=True)
-    opt = torch.optim.Adam([log_tau], lr=lr)
-    hist = []
-    for step in progress(range(steps), desc="fit_temperature"):
+
+    def objective(step):  # fresh tuples every step: the gradient of the population risk L_k(tau)
         x, xp, neg = model.sample_tuples(batch_size, k, generator=gen, device=dev)
-        loss = info_nce(x, xp, neg, log_tau.exp(), variant=variant)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        hist.append({"step": step, "tau": float(log_tau.detach().exp()), "loss": float(loss.detach())})
+        return info_nce(x, xp, neg, log_tau.exp(), variant=variant)
+
+    hist = []
+    adam_loop([log_tau], objective, steps, lr, desc="fit_temperature",
+              log=lambda step, loss: hist.append({"step": step, "tau": float(log_tau.detach().exp()),
+                                                  "loss": float(loss)}))
     history = pd.DataFrame(hist)
     return {"tau": float(history["tau"].iloc[-tail:].mean()), "history": history}
 
@@ -93,14 +96,10 @@ def fit_linear_embedding(model, tau: float, *, n_train: int, k: int, steps: int 
     A = (torch.eye(model.dim, dtype=torch.float64, device=dev)
          + 0.5 * torch.randn(model.dim, model.dim, generator=gen, dtype=torch.float64, device=dev)).requires_grad_()
     phi = lambda v: torch.nn.functional.normalize(v @ A.T, dim=-1)  # noqa: E731
-    opt = torch.optim.Adam([A], lr=lr)
     hist = []
-    for step in progress(range(steps), desc=f"fit_linear_embedding tau={tau:g}"):
-        loss = info_nce(phi(x), phi(xp), phi(neg), tau)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        hist.append({"step": step, "train_risk": float(loss.detach())})
+    adam_loop([A], lambda step: info_nce(phi(x), phi(xp), phi(neg), tau), steps, lr,
+              desc=f"fit_linear_embedding tau={tau:g}",
+              log=lambda step, loss: hist.append({"step": step, "train_risk": float(loss)}))
     with torch.no_grad():
         train = float(info_nce(phi(x), phi(xp), phi(neg), tau))
         tx, txp, tneg = model.sample_tuples(n_test, k, generator=gen, device=dev)
@@ -153,12 +152,8 @@ def fit_linear_embeddings(model, taus, *, n_sets: int, n_train: int, k: int, ste
         s_neg = torch.einsum("jtnd,jtnkd->jtnk", a, ng) * beta[:, None, None]
         return torch.logsumexp(torch.cat([s_pos[..., None], s_neg], -1), -1) - s_pos
 
-    opt = torch.optim.Adam([A], lr=lr)
-    for _ in progress(range(steps), desc="fit_linear_embeddings"):
-        loss = losses(x, xp, neg, A).mean(-1).sum()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    # the sum over fits of their mean losses: each fit's parameters get that fit's gradient alone
+    adam_loop([A], lambda step: losses(x, xp, neg, A).mean(-1), steps, lr, desc="fit_linear_embeddings")
     out = []
     with torch.no_grad():
         train = losses(x, xp, neg, A).mean(-1)
@@ -212,6 +207,44 @@ class PlateauStop:
         return abs(now - then) <= self.rtol * abs(then)
 
 
+class _PlateauRun:
+    """A :class:`PlateauStop` applied to a run of ``S`` members trained together (``S = 1`` for
+    :func:`fit`): the ``stop`` hook of :func:`~infonce_book.learning.loop.adam_loop`.
+
+    Every ``rule.every`` steps it evaluates ``read(rule.monitor(model))`` (without gradients; an
+    ``(S,)`` array), and a member for which the rule is met stops training; the hook is true
+    once no member trains.
+
+    Attributes:
+        active: (S,) bool, the members still training (updated in place).
+        steps_run: (S,) int, the steps each member was trained for (``steps`` if it never stopped).
+        checks: ``[(steps so far, values (S,))]``, one pair per check.
+    """
+
+    def __init__(self, rule: PlateauStop, model, n_members: int, steps: int, read: Callable):
+        self.rule, self.model, self.read = rule, model, read
+        self.active = np.ones(n_members, dtype=bool)
+        self.steps_run = np.full(n_members, steps, dtype=int)
+        self.checks = []
+
+    def __call__(self, step: int) -> bool:
+        if (step + 1) % self.rule.every != 0:
+            return False
+        with torch.no_grad():
+            values = self.read(self.rule.monitor(self.model))
+        self.checks.append((step + 1, values))
+        for s in np.flatnonzero(self.active):
+            if self.rule.met([v[s] for _, v in self.checks], step + 1):
+                self.active[s] = False
+                self.steps_run[s] = step + 1
+        return not self.active.any()
+
+
+def _check_stop(stop) -> None:
+    if stop is not None and not isinstance(stop, PlateauStop):
+        raise TypeError(f"stop must be a PlateauStop or None, got {type(stop).__name__}")
+
+
 class FitResult:
     """What :func:`fit` returns: the trained ``embedding`` (the module, trained in place) and its
     ``history`` (a DataFrame with columns ``step, loss``; ``loss`` in nats; with a stopping rule
@@ -256,58 +289,52 @@ def fit(embedding, data, tau, *, steps: int = 300, lr: float = 0.01, batch_size:
     steps = check_k(steps, "steps")
     lr = check_scalar(lr, "lr", gt=0)
     check_choice(variant, "variant", VARIANTS)
-    if stop is not None and not isinstance(stop, PlateauStop):
-        raise TypeError(f"stop must be a PlateauStop or None, got {type(stop).__name__}")
+    _check_stop(stop)
     params = [p for p in embedding.parameters() if p.requires_grad]
     if not params:
         raise ValueError("embedding has no trainable parameters")
     dev = params[0].device
     gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
-    fixed = not callable(data)
-    if fixed:
-        if not isinstance(data, (tuple, list)) or len(data) != 3:
-            raise TypeError(f"data must be a tuple (x, x_pos, x_neg) of tensors or a sampler, got {type(data).__name__}")
-        x, xp, xn = data
-        for name, t in (("x", x), ("x_pos", xp), ("x_neg", xn)):
-            check_float_tensor(t, name)
-        if x.dim() != 2 or xp.shape != x.shape or xn.dim() != 3 or xn.shape[0] != x.shape[0]:
-            raise ValueError(f"data must be (x (n, p), x_pos (n, p), x_neg (n, k, p)); got {tuple(x.shape)}, "
-                             f"{tuple(xp.shape)}, {tuple(xn.shape)}")
-        n = x.shape[0]
-        if batch_size is not None:
-            batch_size = check_k(batch_size, "batch_size")
-    else:
-        if batch_size is None:
-            raise ValueError("batch_size is required when data is a sampler")
-        batch_size = check_k(batch_size, "batch_size")
-    opt = torch.optim.Adam(params, lr=lr)
-    hist, monitored, converged = [], [], False
-    for step in progress(range(steps), desc=desc or "fit"):
-        if not fixed:
+    batch_size = _check_data(data, batch_size)
+
+    def objective(step):  # the mean loss on this step's tuples
+        if callable(data):
             batch = data(batch_size, gen)
         elif batch_size is None:
-            batch = (x, xp, xn)
+            batch = data
         else:
-            idx = torch.randint(0, n, (batch_size,), generator=gen, device=dev)
-            batch = (x[idx], xp[idx], xn[idx])
-        loss = loss_per_tuple(embedding, *batch, tau, variant=variant).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if hasattr(embedding, "project_"):
-            embedding.project_()
-        hist.append({"step": step, "loss": float(loss.detach())})
-        if stop is not None and (step + 1) % stop.every == 0:
-            with torch.no_grad():
-                monitored.append(float(stop.monitor(embedding)))
-            hist[-1]["monitor"] = monitored[-1]
-            if stop.met(monitored, step + 1):
-                converged = True
-                break
+            idx = torch.randint(0, data[0].shape[0], (batch_size,), generator=gen, device=dev)
+            batch = [t[idx] for t in data]
+        return loss_per_tuple(embedding, *batch, tau, variant=variant).mean()
+
+    project = getattr(embedding, "project_", None)  # projected gradient descent onto the parameter set
+    plateau = None if stop is None else _PlateauRun(stop, embedding, 1, steps, lambda v: np.array([float(v)]))
+    hist = []
+    adam_loop(params, objective, steps, lr, after_step=None if project is None else lambda step: project(),
+              log=lambda step, loss: hist.append({"step": step, "loss": float(loss)}), stop=plateau,
+              desc=desc or "fit")
     history = pd.DataFrame(hist)
-    if stop is not None and "monitor" not in history:
-        history["monitor"] = np.nan
-    return FitResult(embedding, history, converged if stop is not None else None)
+    if plateau is None:
+        return FitResult(embedding, history)
+    history["monitor"] = history["step"].map({t - 1: float(v[0]) for t, v in plateau.checks}).astype(float)
+    return FitResult(embedding, history, bool(not plateau.active[0]))
+
+
+def _check_data(data, batch_size):
+    """Check :func:`fit`'s ``data`` (a tuple of tensors or a sampler); return ``batch_size``, checked."""
+    if callable(data):
+        if batch_size is None:
+            raise ValueError("batch_size is required when data is a sampler")
+        return check_k(batch_size, "batch_size")
+    if not isinstance(data, (tuple, list)) or len(data) != 3:
+        raise TypeError(f"data must be a tuple (x, x_pos, x_neg) of tensors or a sampler, got {type(data).__name__}")
+    x, xp, xn = data
+    for name, t in (("x", x), ("x_pos", xp), ("x_neg", xn)):
+        check_float_tensor(t, name)
+    if x.dim() != 2 or xp.shape != x.shape or xn.dim() != 3 or xn.shape[0] != x.shape[0]:
+        raise ValueError(f"data must be (x (n, p), x_pos (n, p), x_neg (n, k, p)); got {tuple(x.shape)}, "
+                         f"{tuple(xp.shape)}, {tuple(xn.shape)}")
+    return None if batch_size is None else check_k(batch_size, "batch_size")
 
 
 class EnsembleFitResult:
@@ -332,10 +359,52 @@ class EnsembleFitResult:
                 f"converged={self.converged.tolist()})")
 
 
-def _learning_rate(lr: float, schedule: str, step: int, steps: int) -> float:
-    if schedule == "cosine":
-        return lr * 0.5 * (1.0 + math.cos(math.pi * step / steps))
-    return lr
+class _KeepStopped:
+    """The ``before_step`` and ``after_step`` hooks that keep the parameters of the members no
+    longer training: a snapshot of all parameters before the step (if a member has stopped),
+    whose stopped members' rows are written back after it. ``active``: (S,) bool, shared with
+    the stopping rule; every parameter has the member as its first dimension."""
+
+    def __init__(self, params, active):
+        self.params, self.active, self.saved = params, active, None
+
+    def snapshot(self, step: int) -> None:
+        self.saved = None if self.active.all() else [p.detach().clone() for p in self.params]
+
+    def restore(self, step: int) -> None:
+        if self.saved is not None:
+            with torch.no_grad():
+                keep = torch.as_tensor(~self.active, device=self.params[0].device)
+                for p_, old in zip(self.params, self.saved):
+                    p_[keep] = old[keep]
+
+
+def _member_losses(ensemble, batch, beta, S: int):
+    """(S,) mean InfoNCE of each member on its tuples ``batch = (x, x_pos, x_neg)`` (shapes as in
+    :func:`fit_ensemble`'s sampler), member ``s`` at temperature ``1 / beta[s]``; beta (S, 1)."""
+    x, xp, xn = batch
+    if x.dim() != 3 or x.shape[0] != S or xp.shape != x.shape or xn.dim() not in (3, 4) or xn.shape[0] != S:
+        raise ValueError(f"sampler must return x, x_pos of shape ({S}, B, p) and x_neg of shape ({S}, k, p) "
+                         f"or ({S}, B, k, p); got {tuple(x.shape)}, {tuple(xp.shape)}, {tuple(xn.shape)}")
+    B = x.shape[1]
+    a, p = ensemble(x), ensemble(xp)
+    if xn.dim() == 3:
+        s_neg = torch.bmm(a, ensemble(xn).transpose(1, 2))  # (S, B, k)
+    else:
+        k = xn.shape[2]
+        s_neg = torch.einsum("sbd,sbkd->sbk", a, ensemble(xn.reshape(S, B * k, -1)).reshape(S, B, k, -1))
+    s_pos = (a * p).sum(-1)
+    # InfoNCE at temperature tau_s is InfoNCE at temperature 1 of the similarities times beta_s.
+    per_tuple = info_nce_from_similarities((beta * s_pos).reshape(-1), (beta[:, :, None] * s_neg).reshape(S * B, -1),
+                                           1.0, reduction="none").reshape(S, B)
+    return per_tuple.mean(1)
+
+
+def _member_values(values, S: int) -> np.ndarray:
+    values = np.asarray(values, dtype=float).reshape(-1)
+    if values.shape != (S,):
+        raise ValueError(f"the monitor must return {S} values (one per member), got {values.shape}")
+    return values
 
 
 def fit_ensemble(ensemble, sampler, taus, *, steps: int, lr: float = 0.01, batch_size: int, seed: int = 0,
@@ -373,61 +442,30 @@ def fit_ensemble(ensemble, sampler, taus, *, steps: int, lr: float = 0.01, batch
     steps, batch_size = check_k(steps, "steps"), check_k(batch_size, "batch_size")
     lr = check_scalar(lr, "lr", gt=0)
     check_choice(schedule, "schedule", ("constant", "cosine"))
-    if stop is not None and not isinstance(stop, PlateauStop):
-        raise TypeError(f"stop must be a PlateauStop or None, got {type(stop).__name__}")
+    _check_stop(stop)
     params = [p for p in ensemble.parameters() if p.requires_grad]
     dev = params[0].device
     gen = torch.Generator(device=dev).manual_seed(check_seed(seed))
     beta = torch.tensor([1.0 / t for t in taus], dtype=params[0].dtype, device=dev)[:, None]
-    opt = torch.optim.Adam(params, lr=lr)
-    active = np.ones(S, dtype=bool)
-    steps_run = np.full(S, steps, dtype=int)
-    hist, mon, monitored = [], [], []
-    for step in progress(range(steps), desc=desc or "fit_ensemble"):
-        for group in opt.param_groups:
-            group["lr"] = _learning_rate(lr, schedule, step, steps)
-        x, xp, xn = sampler(batch_size, gen)
-        if x.dim() != 3 or x.shape[0] != S or xp.shape != x.shape or xn.dim() not in (3, 4) or xn.shape[0] != S:
-            raise ValueError(f"sampler must return x, x_pos of shape ({S}, B, p) and x_neg of shape ({S}, k, p) "
-                             f"or ({S}, B, k, p); got {tuple(x.shape)}, {tuple(xp.shape)}, {tuple(xn.shape)}")
-        B = x.shape[1]
-        a, p = ensemble(x), ensemble(xp)
-        if xn.dim() == 3:
-            s_neg = torch.bmm(a, ensemble(xn).transpose(1, 2))  # (S, B, k)
-        else:
-            k = xn.shape[2]
-            s_neg = torch.einsum("sbd,sbkd->sbk", a, ensemble(xn.reshape(S, B * k, -1)).reshape(S, B, k, -1))
-        s_pos = (a * p).sum(-1)
-        # InfoNCE at temperature tau_s is InfoNCE at temperature 1 of the similarities times beta_s.
-        per_tuple = info_nce_from_similarities((beta * s_pos).reshape(-1), (beta[:, :, None] * s_neg).reshape(S * B, -1),
-                                               1.0, reduction="none").reshape(S, B)
-        per_member = per_tuple.mean(1)
-        mask = torch.as_tensor(active, device=dev, dtype=per_member.dtype)
-        frozen = None if active.all() else [p.detach().clone() for p in params]
-        opt.zero_grad()
-        (per_member * mask).sum().backward()
-        opt.step()
-        if frozen is not None:
-            with torch.no_grad():
-                keep = torch.as_tensor(~active, device=dev)
-                for p_, old in zip(params, frozen):
-                    p_[keep] = old[keep]
-        losses = per_member.detach().cpu().numpy()
+    plateau = None if stop is None else _PlateauRun(stop, ensemble, S, steps, lambda v: _member_values(v, S))
+    active = np.ones(S, dtype=bool) if plateau is None else plateau.active
+
+    def objective(step):  # the members' mean losses; a stopped member's times 0 (no gradient)
+        per_member = _member_losses(ensemble, sampler(batch_size, gen), beta, S)
+        return per_member * torch.as_tensor(active, device=dev, dtype=per_member.dtype)
+
+    def log(step, losses):
+        losses = losses.cpu().numpy()
         hist.extend({"step": step, "member": s, "loss": float(losses[s])} for s in np.flatnonzero(active))
-        if stop is not None and (step + 1) % stop.every == 0:
-            with torch.no_grad():
-                values = np.asarray(stop.monitor(ensemble), dtype=float).reshape(-1)
-            if values.shape != (S,):
-                raise ValueError(f"the monitor must return {S} values (one per member), got {values.shape}")
-            monitored.append(values)
-            mon.extend({"step": step + 1, "member": s, "monitor": float(values[s])} for s in range(S))
-            for s in np.flatnonzero(active):
-                if stop.met([v[s] for v in monitored], step + 1):
-                    active[s] = False
-                    steps_run[s] = step + 1
-            if not active.any():
-                break
-    converged = ~active if stop is not None else np.zeros(S, dtype=bool)
+
+    hist, keep = [], _KeepStopped(params, active)
+    adam_loop(params, objective, steps, lr, schedule=cosine_schedule(lr, steps) if schedule == "cosine" else None,
+              before_step=keep.snapshot, after_step=keep.restore, log=log, stop=plateau, desc=desc or "fit_ensemble")
+    if plateau is None:
+        mon, steps_run, converged = [], np.full(S, steps, dtype=int), np.zeros(S, dtype=bool)
+    else:
+        mon = [{"step": t, "member": s, "monitor": float(v[s])} for t, v in plateau.checks for s in range(S)]
+        steps_run, converged = plateau.steps_run, ~active
     return EnsembleFitResult(ensemble, pd.DataFrame(hist, columns=["step", "member", "loss"]),
                              pd.DataFrame(mon, columns=["step", "member", "monitor"]), steps_run,
                              np.asarray(converged, dtype=bool))

@@ -6,7 +6,8 @@ its message must contain besides the argument's name (the offending value, or th
 range). ``tests/testing/test_bad_inputs.py`` runs every case and checks the error type and the
 message; the book's page ``book/robustness.md`` renders the same list as a table in a code cell
 (:func:`markdown_table`), so the table and the tests cannot drift apart: a row exists only if a
-test exercises it.
+test exercises it. The list is written in sections (one function each, by subpackage), which
+:func:`bad_inputs` concatenates in the table's order.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from ..pipeline import run as pipeline
 from ..pipeline.cli import main
 from ..theory import bounds, estimators, exact, pacbayes, search, stats, symbolic
 from ..utils import device
+
+__all__ = ["EXIT_2", "BadInput", "bad_inputs", "markdown_table", "run_cli"]
 
 EXIT_2 = "exit 2"  # the error of a command-line case: exit status 2, a message on stderr
 
@@ -74,34 +77,60 @@ def run_cli(argv) -> tuple[int, str]:
     return code, err.getvalue()
 
 
-def bad_inputs() -> list[BadInput]:
-    """Every documented bad input (see module docstring), in the order of the book's table."""
-    f64 = torch.float64
+# ---- the table: names its rows use, the valid inputs they spoil, and its sections in order
 
-    def unit(*shape, seed=0, dtype=f64):
-        g = torch.Generator().manual_seed(seed)
-        x = torch.randn(*shape, generator=g, dtype=f64)
-        return (x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)).to(dtype)
+f64 = torch.float64
+nan, inf = float("nan"), float("inf")
+tau_range = "finite, > 0"
+B = BadInput  # the table's rows, short
+L = losses
 
-    a, p, n = unit(2, 3), unit(2, 3, seed=1), unit(2, 4, 3, seed=2)
-    sp = torch.tensor([0.5, -0.2], dtype=f64)
-    sn = torch.tensor([[0.1, 0.3, -0.4], [0.0, 0.9, -1.0]], dtype=f64)
-    vmf = models.VonMisesFisher(3, 4.0)
+
+def unit(*shape, seed=0, dtype=f64):
+    """Random unit rows of the given shape (last dimension: d), from a seeded generator."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g, dtype=f64)
+    return (x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)).to(dtype)
+
+
+def with_nan(t, index):
+    """A copy of ``t`` with a NaN at ``index``."""
+    t = t.clone()
+    t[index] = nan
+    return t
+
+
+@dataclass(frozen=True)
+class _Valid:
+    """The valid inputs that the cases spoil, built afresh by each call of :func:`bad_inputs`:
+    unit anchors ``a`` (2, 3), positives ``p`` (2, 3) and negatives ``n`` (2, 4, 3); similarities
+    ``sp`` (2,) and ``sn`` (2, 3); a vMF model ``vmf`` (dim 3, kappa 4) and a finite model ``fin``
+    (two points, kernel ``half``, embeddings ``eye``)."""
+
+    a: torch.Tensor
+    p: torch.Tensor
+    n: torch.Tensor
+    sp: torch.Tensor
+    sn: torch.Tensor
+    vmf: models.VonMisesFisher
+    eye: list
+    half: list
+    fin: models.FiniteModel
+
+
+def _valid_inputs() -> _Valid:
     eye = [[1.0, 0.0], [0.0, 1.0]]
     half = [[0.5, 0.5], [0.5, 0.5]]
-    fin = models.FiniteModel([0.5, 0.5], half, eye)
-    nan, inf = float("nan"), float("inf")
-    tau_range = "finite, > 0"
-    B = BadInput
+    return _Valid(a=unit(2, 3), p=unit(2, 3, seed=1), n=unit(2, 4, 3, seed=2),
+                  sp=torch.tensor([0.5, -0.2], dtype=f64),
+                  sn=torch.tensor([[0.1, 0.3, -0.4], [0.0, 0.9, -1.0]], dtype=f64),
+                  vmf=models.VonMisesFisher(3, 4.0), eye=eye, half=half, fin=models.FiniteModel([0.5, 0.5], half, eye))
 
-    def with_nan(t, index):
-        t = t.clone()
-        t[index] = nan
-        return t
 
-    L = losses
-    cases = [
-        # ---- losses
+def _loss_info_nce_cases(v: _Valid) -> list[BadInput]:
+    """``losses.info_nce``: the temperature, the inputs' types, norms and shapes, the options."""
+    a, p, n = v.a, v.p, v.n
+    return [
         B("losses.info_nce", "tau", tau_range, "0.0", ValueError, lambda: L.info_nce(a, p, n, 0.0), ("(0, inf)",)),
         B("losses.info_nce", "tau", tau_range, "-1.0", ValueError, lambda: L.info_nce(a, p, n, -1.0), ("-1.0",)),
         B("losses.info_nce", "tau", tau_range, "nan", ValueError, lambda: L.info_nce(a, p, n, nan), ("nan",)),
@@ -142,6 +171,13 @@ def bad_inputs() -> list[BadInput]:
           lambda: L.info_nce(a, p, n, 0.5, accumulate=torch.float16), ("float16",)),
         B("losses.info_nce", "require_unit_norm", "True or False", "'no'", TypeError,
           lambda: L.info_nce(a, p, n, 0.5, require_unit_norm="no"), ("'no'",)),
+    ]
+
+
+def _loss_other_cases(v: _Valid) -> list[BadInput]:
+    """The other losses: from similarities, streamed, in-batch, NT-Xent and the distributed gather."""
+    a, p, sp, sn = v.a, v.p, v.sp, v.sn
+    return [
         B("losses.info_nce_from_similarities", "s_pos", "a floating-point tensor", "int64 tensor", TypeError,
           lambda: L.info_nce_from_similarities(sp.long(), sn, 0.5), ("floating-point",)),
         B("losses.info_nce_from_similarities", "s_pos", "shape (B,)", "a 0-d tensor", ValueError,
@@ -177,7 +213,13 @@ def bad_inputs() -> list[BadInput]:
           RuntimeError, lambda: L.nt_xent(a, p, 0.5, gather=True), ("init_process_group",)),
         B("losses.gather_with_grad", "group", "an initialised torch.distributed process group", "none initialised",
           RuntimeError, lambda: L.gather_with_grad(a), ("init_process_group",)),
-        # ---- models
+    ]
+
+
+def _model_vmf_cases(v: _Valid) -> list[BadInput]:
+    """The von Mises-Fisher model, the model registry and the vMF functions."""
+    a, vmf = v.a, v.vmf
+    return [
         B("models.VonMisesFisher", "dim", "an integer >= 2", "1", ValueError, lambda: models.VonMisesFisher(1, 1.0),
           (">= 2", "dim=1")),
         B("models.VonMisesFisher", "dim", "an integer >= 2", "2.5", TypeError, lambda: models.VonMisesFisher(2.5, 1.0),
@@ -225,6 +267,13 @@ def bad_inputs() -> list[BadInput]:
           lambda: models.log_vmf_partition(3, -1.0), ("-1",)),
         B("models.mean_resultant_length", "kappa", "[0, inf), finite", "-1.0", ValueError,
           lambda: models.mean_resultant_length(3, -1.0), ("-1",)),
+    ]
+
+
+def _model_other_cases(v: _Valid) -> list[BadInput]:
+    """The finite, Gaussian and Student-t models."""
+    fin, eye, half = v.fin, v.eye, v.half
+    return [
         B("models.FiniteModel", "pi", "entries > 0 summing to 1", "(0.45, 0.45)", ValueError,
           lambda: models.FiniteModel([0.45, 0.45], half, eye), ("probability", "0.9")),
         B("models.FiniteModel", "pi", "finite entries", "a NaN entry", ValueError,
@@ -245,7 +294,13 @@ def bad_inputs() -> list[BadInput]:
           ("rho=1.0",)),
         B("models.StudentTModel", "nu", "(1, inf)", "1.0", ValueError, lambda: models.StudentTModel(2, 1.0, 0.5),
           ("nu=1.0",)),
-        # ---- exact references
+    ]
+
+
+def _theory_exact_bounds_cases(v: _Valid) -> list[BadInput]:
+    """``theory``: the exact references and the bounds."""
+    sp, sn, vmf = v.sp, v.sn, v.vmf
+    return [
         B("theory.exact.exact_bias", "model", "a VonMisesFisher or a FiniteModel", "None", TypeError,
           lambda: exact.exact_bias(None, [4], 0.5), ("NoneType",)),
         B("theory.exact.exact_bias", "ks", "at least one integer >= 1", "[]", ValueError,
@@ -297,7 +352,13 @@ def bad_inputs() -> list[BadInput]:
           lambda: bounds.theorem1_terms(train_risk=nan, k=4, n=10, tau=0.5, delta=0.1, rademacher=0.1), ("nan",)),
         B("theory.bounds.theorem1_terms", "train_risk", "a finite real number", "'x'", TypeError,
           lambda: bounds.theorem1_terms(train_risk="x", k=4, n=10, tau=0.5, delta=0.1, rademacher=0.1), ("'x'",)),
-        # ---- estimators
+    ]
+
+
+def _theory_estimators_search_cases(v: _Valid) -> list[BadInput]:
+    """``theory``: the Monte Carlo estimators, the uncertainty type and similarity search."""
+    a, sp, sn, vmf, fin = v.a, v.sp, v.sn, v.vmf, v.fin
+    return [
         B("theory.estimators.monte_carlo_bias", "model", "a VonMisesFisher", "a FiniteModel", TypeError,
           lambda: estimators.monte_carlo_bias(fin, 4, 0.5, 10, device="cpu"), ("FiniteModel",)),
         B("theory.estimators.monte_carlo_bias", "n_tuples", "an integer >= 2", "1", ValueError,
@@ -332,7 +393,13 @@ def bad_inputs() -> list[BadInput]:
           ValueError, lambda: search.empirical_kl_softmax(a, unit(3, 5, 3), 0.5), ("(3, 5, 3)",)),
         B("theory.search.empirical_kl_softmax_interval", "level", "(0, 1)", "2.0", ValueError,
           lambda: search.empirical_kl_softmax_interval(unit(4, 3), unit(5, 3), 0.5, level=2.0), ("level=2.0",)),
-        # ---- embeddings, training, Rademacher complexity
+    ]
+
+
+def _learning_datasets_cases(v: _Valid) -> list[BadInput]:
+    """``learning`` (embeddings, training, Rademacher complexity) and ``datasets`` (real data)."""
+    a, p, n, vmf = v.a, v.p, v.n, v.vmf
+    return [
         B("learning.embeddings.NormalisedLinear", "dim", "an integer >= 2", "1", ValueError,
           lambda: embeddings.NormalisedLinear(1), ("dim=1",)),
         B("learning.embeddings.NormalisedLinear", "radius", "(0, 1)", "1.0", ValueError,
@@ -363,7 +430,12 @@ def bad_inputs() -> list[BadInput]:
         B("datasets.digits.evaluate", "n_queries", "an integer >= 2", "1", ValueError,
           lambda: digits.evaluate(embeddings.SphereMLP(64, 4, 2), torch.rand(5, 8, 8), torch.arange(5), k=2,
                                   tau=0.5, k_eval=2, n_queries=1), ("n_queries=1",)),
-        # ---- devices, profiles, chapters, ledger, experiments, symbolic checks
+    ]
+
+
+def _utils_experiment_pipeline_cases(v: _Valid) -> list[BadInput]:
+    """Devices, profiles, chapter set-up, the pipeline's chapter lookup and the ledger."""
+    return [
         B("utils.device.resolve_device", "device", "'auto', 'cpu', 'cuda' or 'cuda:N'", "'tpu'", ValueError,
           lambda: device.resolve_device("tpu"), ("'tpu'",)),
         B("utils.device.resolve_device", "device", "'cuda' only where a CUDA GPU is present", "'cuda'", ValueError,
@@ -386,6 +458,13 @@ def bad_inputs() -> list[BadInput]:
           ("ci_high",)),
         B("experiment.setup.log_grid", "k_max_log2", "an integer >= 0", "-1", ValueError,
           lambda: chapter_setup.log_grid(-1), ("k_max_log2=-1",)),
+    ]
+
+
+def _theory_later_cases(v: _Valid) -> list[BadInput]:
+    """``theory`` rows added after the first table, in its order: Lipschitz and search constants,
+    PAC-Bayes, statistics, symbolic expansions."""
+    return [
         B("theory.bounds.embedding_lipschitz_constant", "tau", tau_range, "0.0", ValueError,
           lambda: bounds.embedding_lipschitz_constant(np.ones(2), np.ones(2), np.ones((2, 3)), 0.0), ("(0, inf)",)),
         B("theory.bounds.embedding_lipschitz_constant", "L_anchor", "finite, >= 0", "-1", ValueError,
@@ -418,7 +497,12 @@ def bad_inputs() -> list[BadInput]:
           ValueError, lambda: stats.fit_loglog_slope([1, 2, 3], [1.0, 2.0], [1.0, 1.0, 1.0]), ("(2,)",)),
         B("theory.symbolic.bias_expansion", "order", "1, 2 or 3", "9", ValueError,
           lambda: symbolic.bias_expansion("standard", 9), ("order=9",)),
-        # ---- the command line (exit status 2, message on stderr)
+    ]
+
+
+def _cli_cases(v: _Valid) -> list[BadInput]:
+    """The command line (exit status 2, message on stderr)."""
+    return [
         B("infonce-book run", "chapter", "a chapter of `infonce-book chapters`", "nope", EXIT_2,
           ("run", "nope", "--device", "cpu"), ("unknown chapter 'nope'",)),
         B("infonce-book run", "--profile", "smoke, standard or full", "huge", EXIT_2,
@@ -436,7 +520,18 @@ def bad_inputs() -> list[BadInput]:
         B("infonce-book ledger", "--format", "json or table", "xml", EXIT_2,
           ("ledger", "--format", "xml"), ("'xml'",)),
     ]
-    return cases
+
+
+_SECTIONS = (_loss_info_nce_cases, _loss_other_cases, _model_vmf_cases, _model_other_cases,
+             _theory_exact_bounds_cases, _theory_estimators_search_cases, _learning_datasets_cases,
+             _utils_experiment_pipeline_cases, _theory_later_cases, _cli_cases)
+
+
+def bad_inputs() -> list[BadInput]:
+    """Every documented bad input (see module docstring), in the order of the book's table: the
+    sections' cases, one section after the other."""
+    v = _valid_inputs()
+    return [case for section in _SECTIONS for case in section(v)]
 
 
 def _cell(text: str) -> str:
