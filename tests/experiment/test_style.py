@@ -4,6 +4,8 @@ glue_figure shows the figure in an interactive kernel but not under the pipeline
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import sympy as sp
+from IPython.display import Math
 
 from infonce_book.experiment import style
 from infonce_book.experiment.paths import PIPELINE_ENV
@@ -86,3 +88,11 @@ def test_the_book_style_shows_table_cells_in_full():
     long = "bound over all pairs (a perturbation of every similarity of the tuple at once)"
     html = pd.DataFrame({"quantity": [long]})._repr_html_()
     assert long in html and "..." not in html
+
+
+def test_as_math_typesets_one_aligned_line_per_name():
+    b = sp.Symbol("beta")
+    out = style.as_math(c_1=b / 2, c_2_dec=b**2, **{r"x &\le": 1})
+    assert isinstance(out, Math)
+    assert out.data == (r"\begin{aligned}c_1 &= \frac{\beta}{2} \\ c_2^{\mathrm{dec}} &= \beta^{2} \\ "
+                        r"x &\le 1\end{aligned}")

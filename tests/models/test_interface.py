@@ -6,10 +6,17 @@ import numpy as np
 import pytest
 import torch
 
+import infonce_book.models
 from infonce_book.models import MODELS, FiniteModel, GaussianModel, StudentTModel, Tuples, VonMisesFisher, from_params
 
 ALL = [VonMisesFisher(3, 4.0), VonMisesFisher(5, 1.5), FiniteModel.random(5, 3, concentration=2.0, seed=1),
        GaussianModel(4, 0.7), StudentTModel(4, 5.0, 0.6)]
+
+
+def test_the_interface_tests_cover_every_registered_model():
+    # MODELS is the one list of the models; a model added to it must be added to ALL as well.
+    assert {type(m) for m in ALL} == set(MODELS.values())
+    assert {cls.__name__ for cls in MODELS.values()} <= set(infonce_book.models.__all__)
 
 
 @pytest.mark.parametrize("model", ALL, ids=repr)

@@ -10,6 +10,8 @@ page:
   student running a chapter sees its plots.
 * :func:`glue_all` glues a whole dictionary of values in one call (``{glue:text}`` in the prose),
   so a chapter cell shows one line instead of a loop of ``glue(...)`` calls.
+* :func:`as_math` shows sympy expressions (the symbolic checks of
+  :mod:`infonce_book.theory.symbolic`) as typeset equations.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+import sympy as sp
 from IPython import get_ipython
-from IPython.display import display
+from IPython.display import Math, display
 from myst_nb import glue
 
 from .paths import PIPELINE_ENV
@@ -121,3 +124,20 @@ def glue_all(values: dict, prefix: str = "") -> None:
         glued[prefix + key] = _plain(key, value)
     for name, value in glued.items():
         glue(name, value, display=False)
+
+
+def as_math(**named) -> Math:
+    """Display sympy expressions as typeset equations: ``as_math(c_1=expr, c_2=expr)``.
+
+    Returns an ``IPython.display.Math`` object (one aligned line per name), so that chapters
+    show mathematics rather than strings. Names like ``c_1`` or ``c_1^dec`` are typeset as given;
+    a name ending in ``_dec`` gets the superscript dec, and a name containing ``&`` carries its own
+    relation (e.g. ``"x &\\le"``; otherwise ``&=``).
+    """
+    lines = []
+    for name, expr in named.items():
+        if name.endswith("_dec"):
+            name = name[: -len("_dec")] + r"^{\mathrm{dec}}"
+        relation = " " if "&" in name else " &= "  # a name may carry its own relation, e.g. "x &\\le"
+        lines.append(name + relation + sp.latex(expr))
+    return Math(r"\begin{aligned}" + r" \\ ".join(lines) + r"\end{aligned}")

@@ -307,6 +307,46 @@ def snis_bias(m, f, p, ks) -> tuple[np.ndarray, float]:
 LOG_T_STEP = math.log(2.0) / 8.0
 
 
+def _check_block_laws(block_values, block_weights, pos_values, pos_weights, block, step):
+    """The arguments of :func:`expected_log_T_blocks`, validated: ``(S, wS, U, wU)`` as float64
+    arrays (ValueError naming the first argument that is wrong)."""
+    S, wS, U, wU = (np.asarray(a, dtype=np.float64) for a in (block_values, block_weights, pos_values, pos_weights))
+    for name, a in (("block_values", S), ("block_weights", wS), ("pos_values", U), ("pos_weights", wU)):
+        if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} must be a non-empty 1-D array of finite numbers, got shape {a.shape}")
+    if S.shape != wS.shape or U.shape != wU.shape:
+        raise ValueError(f"values and weights must have the same length; got block {S.shape} vs {wS.shape}, "
+                         f"positive {U.shape} vs {wU.shape}")
+    for name, w in (("block_weights", wS), ("pos_weights", wU)):
+        if np.any(w < 0) or abs(w.sum() - 1.0) > 1e-9:
+            raise ValueError(f"{name} must be probabilities (>= 0, summing to 1), got sum {w.sum():.12g}")
+    if np.any(S <= 0) or np.any(U <= 0):
+        raise ValueError("block_values and pos_values must be > 0 (normalised weights)")
+    if block not in (1, 2):
+        raise ValueError(f"block must be 1 (single negatives) or 2 (pairs of views), got block={block!r}")
+    if not (isinstance(step, float) and step > 0.0):
+        raise ValueError(f"step must be a float > 0 (grid step in log t), got step={step!r}")
+    return S, wS, U, wU
+
+
+def _log_laplace_on_grid(t: np.ndarray, vals: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``log E e^{-t X}`` on the grid ``t`` for a law with values ``vals`` and probabilities ``w``:
+    ``log1p(E expm1(-t X))`` where ``t max X < 1/2`` (relative accuracy near 0), a logsumexp beyond;
+    in chunks of 32 grid points."""
+    out = np.empty_like(t)
+    for i in range(0, len(t), 32):
+        tt = t[i:i + 32]
+        small = tt * vals.max() < 0.5
+        res = np.empty_like(tt)
+        if small.any():
+            res[small] = np.log1p(np.expm1(-np.outer(tt[small], vals)) @ w)
+        if (~small).any():
+            with np.errstate(divide="ignore"):
+                res[~small] = special.logsumexp(np.log(w)[None, :] - np.outer(tt[~small], vals), axis=1)
+        out[i:i + 32] = res
+    return out
+
+
 def expected_log_T_blocks(block_values, block_weights, pos_values, pos_weights, n_blocks, *, block: int = 1,
                           step: float = LOG_T_STEP) -> tuple[np.ndarray, np.ndarray]:
     """``E log T`` for ``T = (U + sum_{j <= n} S_j) / (block n)`` with i.i.d. blocks ``S_j`` and an
@@ -338,22 +378,7 @@ def expected_log_T_blocks(block_values, block_weights, pos_values, pos_weights, 
         or 2, step not > 0.
     Source: book, Chapter 1, eq. ``c1-eq-frullani`` and Proposition ``c1-prop-ntxent``.
     """
-    S, wS, U, wU = (np.asarray(a, dtype=np.float64) for a in (block_values, block_weights, pos_values, pos_weights))
-    for name, a in (("block_values", S), ("block_weights", wS), ("pos_values", U), ("pos_weights", wU)):
-        if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a)):
-            raise ValueError(f"{name} must be a non-empty 1-D array of finite numbers, got shape {a.shape}")
-    if S.shape != wS.shape or U.shape != wU.shape:
-        raise ValueError(f"values and weights must have the same length; got block {S.shape} vs {wS.shape}, "
-                         f"positive {U.shape} vs {wU.shape}")
-    for name, w in (("block_weights", wS), ("pos_weights", wU)):
-        if np.any(w < 0) or abs(w.sum() - 1.0) > 1e-9:
-            raise ValueError(f"{name} must be probabilities (>= 0, summing to 1), got sum {w.sum():.12g}")
-    if np.any(S <= 0) or np.any(U <= 0):
-        raise ValueError("block_values and pos_values must be > 0 (normalised weights)")
-    if block not in (1, 2):
-        raise ValueError(f"block must be 1 (single negatives) or 2 (pairs of views), got block={block!r}")
-    if not (isinstance(step, float) and step > 0.0):
-        raise ValueError(f"step must be a float > 0 (grid step in log t), got step={step!r}")
+    S, wS, U, wU = _check_block_laws(block_values, block_weights, pos_values, pos_weights, block, step)
     ns = np.array([check_k(n, "n_blocks") for n in np.atleast_1d(n_blocks)], dtype=np.float64)
     ks = block * ns
     mean_S = float(wS @ S)
@@ -362,22 +387,7 @@ def expected_log_T_blocks(block_values, block_weights, pos_values, pos_weights, 
     lt_hi = math.log(60.0) - math.log(ns.min() * S.min())
     lt = np.arange(lt_lo, lt_hi + step, step)
     t = np.exp(lt)
-
-    def log_laplace(vals, w):
-        out = np.empty_like(t)
-        for i in range(0, len(t), 32):
-            tt = t[i:i + 32]
-            small = tt * vals.max() < 0.5
-            res = np.empty_like(tt)
-            if small.any():
-                res[small] = np.log1p(np.expm1(-np.outer(tt[small], vals)) @ w)
-            if (~small).any():
-                with np.errstate(divide="ignore"):
-                    res[~small] = special.logsumexp(np.log(w)[None, :] - np.outer(tt[~small], vals), axis=1)
-            out[i:i + 32] = res
-        return out
-
-    log_LS, log_LU = log_laplace(S, wS), log_laplace(U, wU)
+    log_LS, log_LU = _log_laplace_on_grid(t, S, wS), _log_laplace_on_grid(t, U, wU)
     centred = log_LS + mean_S * t  # >= 0 (Jensen); mean_S = block up to rounding
     f = np.empty((len(ns), len(t)))
     for i, (n, k) in enumerate(zip(ns, ks)):
