@@ -120,7 +120,7 @@ def search_correction(m, f, p, ks, tau) -> np.ndarray:
 
     Examples:
         >>> m, p = np.array([0.5, 1.5]), np.array([0.5, 0.5])
-        >>> float(search_correction(m, np.array([-1.0, 1.0]), p, [1], 1.0)[0])  # E_pi[s (m - 1)]
+        >>> round(float(search_correction(m, np.array([-1.0, 1.0]), p, [1], 1.0)[0]), 12)  # E_pi[s (m - 1)]
         0.5
     """
     beta = 1.0 / check_tau(tau)
@@ -148,7 +148,7 @@ def sharp_search_bias(m, p, ks, tau) -> np.ndarray:
 
     Examples:
         >>> m, p = np.array([0.5, 1.5]), np.array([0.5, 0.5])
-        >>> float(sharp_search_bias(m, p, [1], 1.0)[0])  # E_pi |m - 1|
+        >>> round(float(sharp_search_bias(m, p, [1], 1.0)[0]), 12)  # E_pi |m - 1|
         0.5
     """
     beta = 1.0 / check_tau(tau)
