@@ -31,10 +31,11 @@ import math
 
 import torch
 
+from ..losses import VARIANTS
 from ..theory.bounds import loss_range
 from ..theory.pacbayes import gaussian_kl_isotropic, kl_inverse_upper, log_xi, pac_bayes_kl_certificate
 from ..theory.search import search_cross_entropy
-from ..utils.validation import check_float_tensor, check_k, check_scalar
+from ..utils.validation import check_choice, check_float_tensor, check_k, check_scalar
 
 __all__ = ["PRIOR_SCALES", "POSTERIOR_RATIOS", "normalised_linear_losses", "canonical_mean", "mc_empirical_risk",
            "gaussian_posterior_certificate", "randomised_search_cross_entropy"]
@@ -56,11 +57,12 @@ def _check_tuples(x, x_pos, x_neg):
 
 
 def normalised_linear_losses(thetas: torch.Tensor, x: torch.Tensor, x_pos: torch.Tensor, x_neg: torch.Tensor,
-                             tau: float) -> torch.Tensor:
-    """Standard InfoNCE of each tuple for ``phi_A(x) = A x / |A x|`` with its own parameters.
+                             tau: float, *, variant: str = "standard") -> torch.Tensor:
+    """InfoNCE of each tuple for ``phi_A(x) = A x / |A x|`` with its own parameters.
 
     ``l_i = -beta s_0 + log(e^{beta s_0} + sum_j e^{beta s_j})``, ``beta = 1/tau``, with
-    ``s_0 = <phi_{A_i}(x_i), phi_{A_i}(x_i^+)>`` and ``s_j = <phi_{A_i}(x_i), phi_{A_i}(x_ij^-)>``.
+    ``s_0 = <phi_{A_i}(x_i), phi_{A_i}(x_i^+)>`` and ``s_j = <phi_{A_i}(x_i), phi_{A_i}(x_ij^-)>``;
+    the decoupled variant leaves ``e^{beta s_0}`` out of the sum.
 
     Written out by hand rather than with
     :func:`~infonce_book.losses.info_nce_from_similarities`, whose centred, divided logits
@@ -73,15 +75,17 @@ def normalised_linear_losses(thetas: torch.Tensor, x: torch.Tensor, x_pos: torch
     Args:
         thetas: (b, dim^2) parameters ``vec(A_i)`` (row-major), one row per tuple.
         x, x_pos: (b, dim) anchors and positives; x_neg: (b, k, dim) negatives (non-zero rows).
-        tau: temperature > 0.
+        tau: temperature > 0. variant: ``"standard"`` or ``"decoupled"``.
     Returns:
-        (b,) losses in nats, in ``[log(1 + k e^{-2 beta}), log(1 + k e^{2 beta})]``.
+        (b,) losses in nats, in ``[log(1 + k e^{-2 beta}), log(1 + k e^{2 beta})]`` (standard) or
+        ``[log k - 2 beta, log k + 2 beta]`` (decoupled).
     Raises:
         TypeError: a non-floating tensor. ValueError: shapes that disagree, or ``tau <= 0``.
     Source: book eq. ``notation-infonce``.
     """
     _check_tuples(x, x_pos, x_neg)
     tau = check_scalar(tau, "tau", gt=0, why="temperature")
+    check_choice(variant, "variant", VARIANTS)
     dim = x.shape[1]
     if thetas.dim() != 2 or thetas.shape != (x.shape[0], dim * dim):
         raise ValueError(f"thetas must have shape (b, dim^2) = {(x.shape[0], dim * dim)}, got {tuple(thetas.shape)}")
@@ -92,6 +96,8 @@ def normalised_linear_losses(thetas: torch.Tensor, x: torch.Tensor, x_pos: torch
     s0 = (a * p).sum(-1)
     sn = torch.einsum("bd,bkd->bk", a, ng)
     beta = 1.0 / tau
+    if variant == "decoupled":
+        return -beta * s0 + torch.logsumexp(beta * sn, 1)
     return -beta * s0 + torch.logsumexp(beta * torch.cat([s0[:, None], sn], 1), 1)
 
 

@@ -32,7 +32,7 @@ from ...theory.bounds import (
 from ...theory.search import search_cross_entropy
 from ...utils.device import one_thread, resolve_device
 from ...utils.progress import progress
-from .constants import vmf_search_constant
+from .certify import bernstein_columns, holdout_columns, sharp_bias, variant_columns
 from .setup import GeneralisationSetup
 
 __all__ = ["cells", "train_cell", "grid"]
@@ -40,16 +40,20 @@ __all__ = ["cells", "train_cell", "grid"]
 
 def cells(size: dict, tau_star: float, tau_other: float) -> list:
     """The training cells of a profile: one dict ``{"model", "n", "k", "tau", "seed", "gap",
-    "batch"}`` per (block, tau, k, n, seed) of ``size["blocks"]``; ``model`` names an entry of the
-    page's models (``"vmf"``, ``"gaussian"``), ``tau`` is ``tau_star`` or ``tau_other``."""
+    "batch", "variants"}`` per (block, tau, k, n, seed) of ``size["blocks"]``; ``model`` names an
+    entry of the page's models (``"vmf"``, ``"gaussian"``), ``tau`` is ``tau_star`` or
+    ``tau_other``; ``variants`` is true for the (n, k) pairs of the block's ``"variants"`` list
+    (the cells that also compute the certificates with other priors)."""
     names = {"star": float(tau_star), "other": float(tau_other)}
     out = []
     for block in size["blocks"]:
+        variants = {tuple(v) for v in block.get("variants", [])}
         for t in block["taus"]:
             for k in block["ks"]:
                 for n in block["ns"]:
                     out += [{"model": block["model"], "n": int(n), "k": int(k), "tau": names[t], "seed": s,
-                             "gap": bool(block["gap"]), "batch": block.get("batch")} for s in range(block["seeds"])]
+                             "gap": bool(block["gap"]), "batch": block.get("batch"),
+                             "variants": (int(n), int(k)) in variants} for s in range(block["seeds"])]
     return out
 
 
@@ -97,8 +101,10 @@ def train_cell(model, cell: dict, cell_seed: int, setup: GeneralisationSetup, mo
       with population constants -- ``L`` constant for NormalisedLinear; ``L(x) = |x|`` with
       ``E|x|^2 = input_m2`` for BallLinear, Minkowski for ``(E Lambda_star^2)^(1/2)`` -- and the
       search bias ``b_k`` of Proposition ``c5-prop-search-bias`` from ``moments``);
-    * for the vMF model (``model.identity_embedding``), the PAC-Bayes certificate of the randomised
-      embedding (``pb_*``) and its measured value (``pb_measured``).
+    * for the vMF model (``model.identity_embedding``), the PAC-Bayes-kl certificate of the
+      randomised embedding (``pb_*``) and its measured value (``pb_measured``), and the certificates
+      of :mod:`~.certify` (``bern_*``, ``det_*``, ``ho_*``; ``ddp_*`` and ``away_*`` where
+      ``cell["variants"]``).
     """
     dev = resolve_device(device)
     gen = torch.Generator(device=dev).manual_seed(int(cell_seed))
@@ -107,10 +113,15 @@ def train_cell(model, cell: dict, cell_seed: int, setup: GeneralisationSetup, mo
     row, L = _measure(phi, model, cell, train, test)
     train_risk = row["train_risk"]
     row.update(_old_bound(phi, model, cell["n"], k, tau, train_risk, L, setup.delta))
-    sharp, b_k = _sharp_bound(phi, model, cell["n"], k, tau, train_risk, setup.delta, moments, input_m2)
-    row.update(sharp)
+    b_star = sharp_bias(model, k, tau) if model.identity_embedding else None
+    row.update(_sharp_bound(phi, model, cell["n"], k, tau, train_risk, setup.delta, moments, input_m2, b_star))
     if model.identity_embedding:
-        row.update(_pac_bayes(phi, train, test, model, k, tau, b_k, setup, gen))
+        row.update(_pac_bayes(phi, train, test, model, k, tau, b_star, setup, gen))
+        row.update(bernstein_columns(phi, train, test, model, k, tau, b_star, setup, gen))
+        holdout, phi1, second = holdout_columns(model, train, test, cell, cell_seed, b_star, setup, gen, dev)
+        row.update(holdout)
+        if cell.get("variants"):
+            row.update(variant_columns(phi, phi1, second, train, test, model, k, tau, b_star, setup, gen))
     return pd.DataFrame([row])
 
 
@@ -136,6 +147,8 @@ def _measure(phi, model, cell: dict, train, test):
     with torch.no_grad():
         train_loss = loss_per_tuple(phi, *train, tau)
         test_loss = loss_per_tuple(phi, *test, tau)
+        train_dec = loss_per_tuple(phi, *train, tau, variant="decoupled") - math.log(k)
+        test_dec = loss_per_tuple(phi, *test, tau, variant="decoupled") - math.log(k)
         x, _, db = test
         h = search_cross_entropy(torch.einsum("bd,bkd->bk", phi(x), phi(db)), model.log_density_ratio(x, db),
                                  tau) - math.log(k)
@@ -152,25 +165,32 @@ def _measure(phi, model, cell: dict, train, test):
            "search_ce": float(h.mean()), "search_se": float(h.std() / math.sqrt(n_test)),
            "gap": float(test_loss.mean()) - train_risk, "excess": float(excess.mean()),
            "excess_se": float(excess.std() / math.sqrt(n_test)), "improvement": improvement,
-           "gap_cv": float(excess.mean()) + improvement, "trivial": 2.0 * (1.0 / tau)}
+           "gap_cv": float(excess.mean()) + improvement, "trivial": 2.0 * (1.0 / tau),
+           "uniform_risk": math.log1p(1.0 / k), "dec_train": float(train_dec.mean()), "dec_test": float(test_dec.mean()),
+           "dec_test_se": float(test_dec.std() / math.sqrt(n_test)),
+           "var_std": float((test_loss - math.log(k)).var()), "var_dec": float(test_dec.var())}
     return row, L
 
 
 def _old_bound(phi, model, n: int, k: int, tau: float, train_risk: float, L, delta: float) -> dict:
     """The old bound's columns (``old_*``): the covering bound with the average form of the
-    Lipschitz constant (``E Lambda_avg^2`` by Monte Carlo over the test tuples' ``L``) and
-    ``C_H(tau)/k`` where m is bounded below."""
+    Lipschitz constant (``E Lambda_avg^2`` by Monte Carlo over the test tuples' ``L``) and the
+    search constant ``C_H(tau)/k`` of Chapter 2 that needs no density floor,
+    ``C_H = beta (2 R - 3/2) + e^{2 beta}`` (vMF model; none for the Gaussian one)."""
     lam_avg = loss_lipschitz_constant(*L, tau, kind="average")
     r_old = rademacher_covering_bound(float(np.sqrt(np.mean(lam_avg**2))), phi.radius, phi.n_params, n)
+    constant = model.search_bias_constants(tau)["uniform"] if model.identity_embedding else None
     old = theorem1_terms(train_risk=train_risk, k=k, n=n, tau=tau, delta=delta, rademacher=r_old,
-                         search_constant=vmf_search_constant(model, tau) if model.identity_embedding else None)
+                         search_constant=constant)
     return {f"old_{key}": value for key, value in old.items() if key != "bound_on"}
 
 
 def _sharp_bound(phi, model, n: int, k: int, tau: float, train_risk: float, delta: float, moments: dict,
-                 input_m2: float):
+                 input_m2: float, b_star: float | None = None):
     """The sharp bound's columns (``sharp_*``, ``lambda_star_rms``, ``bias_*``), population
-    constants only, and the search bias ``b_k`` (the best of the moment forms)."""
+    constants only, with the search bias ``b_k`` (the best of the moment forms, ``bias_moments``),
+    replaced in the bound by the sharp ``b*_k`` where the model gives one (``b_star``;
+    ``bias_sharp``)."""
     beta = 1.0 / tau
     omega = min(1.0, k * max_negative_weight(k, tau))
     if model.identity_embedding:  # NormalisedLinear on the sphere: L constant, unit inputs
@@ -185,19 +205,21 @@ def _sharp_bound(phi, model, n: int, k: int, tau: float, train_risk: float, delt
     r_vec = vector_contraction_bound(n, k, tau, radius=phi.radius, dim_out=phi.output_dim, m2_anchor=m2,
                                      m2_positive=m2, m2_negatives=m2, post_lipschitz=post)
     bias = search_bias_bounds(k, tau, **moments)
+    used = bias["best"] if b_star is None else min(bias["best"], b_star)
     sharp = theorem1_terms(train_risk=train_risk, k=k, n=n, tau=tau, delta=delta, rademacher=min(r_cover, r_vec),
-                           search_bias=bias["best"])
+                           search_bias=used)
     out = {f"sharp_{key}": value for key, value in sharp.items() if key != "bound_on"}
     out.update(sharp_cover=2.0 * r_cover, sharp_vector=2.0 * r_vec, lambda_star_rms=lam_rms,
-               bias_second=bias["second_moment"], bias_third=bias["third_moment"], bias_two_term=bias["two_term"])
-    return out, bias["best"]
+               bias_second=bias["second_moment"], bias_third=bias["third_moment"], bias_two_term=bias["two_term"],
+               bias_moments=bias["best"], bias_sharp=float("nan") if b_star is None else b_star)
+    return out
 
 
 def _pac_bayes(phi, train, test, model, k: int, tau: float, b_k: float, setup: GeneralisationSetup, gen) -> dict:
     """The PAC-Bayes columns (``pb_*``): the certificate of Theorem ``c5-thm-pac-bayes`` for
     ``NormalisedLinear`` (:func:`~infonce_book.learning.pacbayes.gaussian_posterior_certificate`:
     prior centred at the centre of Theta, posterior around the canonical representative of the
-    trained parameters) plus the search bias ``b_k``, and the measured ``E_Q E H - log k`` of the
+    trained parameters) plus the search bias ``b*_k``, and the measured ``E_Q E H - log k`` of the
     randomised embedding (one draw per test query)."""
     cert = gaussian_posterior_certificate(phi.theta.detach(), phi.center.detach(), train, tau, delta=setup.delta_pb,
                                           delta_mc=setup.delta_mc, pilot_draws=setup.pilot_draws(k),

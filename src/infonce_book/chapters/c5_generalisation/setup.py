@@ -68,6 +68,9 @@ class GeneralisationSetup:
             and of the certificate, times ``k + 2``.
         prior_scales, posterior_ratios: the PAC-Bayes design grids, fixed before any data
             (:data:`~infonce_book.learning.pacbayes.PRIOR_SCALES`, ``POSTERIOR_RATIOS``).
+        away_radius, away_seed: the prior centre of the certificates "with a prior that does not
+            know the answer": at Frobenius distance ``away_radius`` from the identity, in a
+            direction drawn from ``away_seed`` (both fixed before any data).
     Raises:
         ValueError: a level outside (0, 1), a size below 1 or a non-positive scale.
     """
@@ -82,10 +85,13 @@ class GeneralisationSetup:
     pb_final_elements: int
     prior_scales: tuple = PRIOR_SCALES
     posterior_ratios: tuple = POSTERIOR_RATIOS
+    away_radius: float = 0.25
+    away_seed: int = 2026
 
     def __post_init__(self):
         for name in ("delta", "delta_pb", "delta_mc"):
             check_scalar(getattr(self, name), name, gt=0, lt=1, why="a confidence level")
+        check_scalar(self.away_radius, "away_radius", gt=0, lt=1)
         for name in ("steps", "n_test", "test_elements", "pb_pilot_elements", "pb_final_elements"):
             check_k(getattr(self, name), name)
         for name in ("prior_scales", "posterior_ratios"):

@@ -9,11 +9,13 @@ import math
 
 import numpy as np
 import torch
+from scipy import special
 
 from ...losses import VARIANTS
 from ...theory.bounds import search_bias_constant, search_bias_constant_l2, snis_bias_constant
-from ...theory.exact import expected_log_T, snis_bias
+from ...theory.exact import N_NODES, expected_log_T, snis_bias
 from ...theory.search import monte_carlo_search_cross_entropy
+from ...theory.search_correction import search_correction, sharp_search_bias
 from ...theory.stats import Estimate
 from ...utils.device import resolve_device
 from ...utils.validation import check_choice, check_k, check_scalar, check_seed, check_tau, exp_or_raise
@@ -120,3 +122,34 @@ class SearchClosedForms:
                 "model_m_min": beta * math.sqrt(var_m) * sd_mres / m_min + u1_over_a,
                 "uniform_m_min": search_bias_constant(tau, sd_m=math.sqrt(var_m), second_moment_m=R, m_min=m_min),
                 "R": R, "cov_M": cov, "B_S": b_s, "u1_zeta": u1_zeta}
+
+    # ------------------------------------------------------------------ Chapter 5: the exact search correction
+    def density_ratio_law(self, n_nodes: int = N_NODES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The law of ``m(x, .)`` under ``pi`` (the same for every x) on Gauss--Jacobi nodes of the
+        cosine ``t = <x, y>``: ``(t, m, p)`` with ``m = e^{kappa t} / Z(kappa)`` rescaled so that
+        ``p @ m = 1`` exactly (the quadrature's own normalisation).
+
+        Source: book, Proposition ``c5-prop-search-exact`` (the law it needs).
+        """
+        n_nodes = check_k(n_nodes, "n_nodes")
+        alpha = (self.dim - 3.0) / 2.0
+        t, w = special.roots_jacobi(n_nodes, alpha, alpha)
+        p = w / w.sum()
+        log_m = self.kappa * t
+        m = np.exp(log_m - log_m.max())
+        return t, m / (p @ m), p
+
+    def sharp_search_bias(self, ks, tau, n_nodes: int = N_NODES) -> np.ndarray:
+        """``b*_k = beta E_pi|m - w_k(m)|`` for each k (nats): the largest ``E H(M_hat_k, Q_hat_k) -
+        L_k^dec`` over every similarity with values in ``[-1, 1]`` (book, Corollary
+        ``c5-cor-sharp-bias``; :func:`~infonce_book.theory.search_correction.sharp_search_bias`)."""
+        _, m, p = self.density_ratio_law(n_nodes)
+        return sharp_search_bias(m, p, ks, tau)
+
+    def search_correction(self, similarity, ks, tau, n_nodes: int = N_NODES) -> np.ndarray:
+        """``E H(M_hat_k, Q_hat_k) - L_k^dec`` for each k (nats) for an embedding whose similarity to
+        every query is a function of the cosine, ``s(x, y) = similarity(<x, y>)`` (values in
+        ``[-1, 1]``; the identity embedding is ``similarity(t) = t``): book, Proposition
+        ``c5-prop-search-exact``."""
+        t, m, p = self.density_ratio_law(n_nodes)
+        return search_correction(m, np.asarray(similarity(t), dtype=np.float64), p, ks, tau)
