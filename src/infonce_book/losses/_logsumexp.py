@@ -28,7 +28,7 @@ class _ScaleByTemperature(torch.autograd.Function):
     Plain autograd would form the gradient in ``tau`` elementwise as ``-g x / tau^2``: at small
     tau ``x / tau^2`` overflows where ``g = 0`` (a softmax weight that underflowed), giving
     ``0 * inf = NaN``. Here it is ``-((sum g x) beta) beta`` with ``beta = 1/tau`` finite (checked
-    by :func:`inverse_temperature`): 0 where the true value is 0, inf only where it overflows.
+    by :func:`._common.inverse_temperature`): 0 where the true value is 0, inf only where it overflows.
     The backward pass is made of differentiable operations, so second derivatives are right."""
 
     @staticmethod
