@@ -65,7 +65,7 @@ def measure(B, d, k, tau, repeats, seed=0):
     import torch
 
     from infonce_book.losses import info_nce
-    from infonce_book.losses.explicit import _FusedInfoNCE
+    from infonce_book.losses._fused import FusedInfoNCE
 
     cfg = {"B": B, "d": d, "k": k, "tau": tau, "layout": "shared", "chunk_size": None, "method": "materialised"}
     device = torch.device("cpu")
@@ -78,9 +78,9 @@ def measure(B, d, k, tau, repeats, seed=0):
     losses = {  # "fused, no norm check" is "fused" with the checks left out
         "info_nce": lambda: info_nce(a, p, n, tau),
         "info_nce, require_unit_norm=False": lambda: info_nce(a, p, n, tau, require_unit_norm=False),
-        "fused": lambda: _FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None, "mean", checks),
-        "fused, no norm check": lambda: _FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None,
-                                                            "mean", ()),
+        "fused": lambda: FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None, "mean", checks),
+        "fused, no norm check": lambda: FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None,
+                                                           "mean", ()),
     }
 
     def fb(loss):

@@ -18,62 +18,9 @@ backward *and* summing, not averaging, the parameters' gradients afterwards).
 
 from __future__ import annotations
 
-import torch
-
-from ..utils.validation import check_float_tensor
+from ._gather import all_gather_with_grad
 
 __all__ = ["gather_with_grad"]
-
-_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-_MAX_DIM = 8
-
-
-def _dist():
-    import torch.distributed as dist  # optional: some torch builds lack it; checked below
-
-    if not dist.is_available():
-        raise RuntimeError("gather_with_grad needs torch.distributed, which this build of torch does not have")
-    if not dist.is_initialized():
-        raise RuntimeError("gather_with_grad needs an initialised process group: call "
-                           "torch.distributed.init_process_group first (torchrun sets up its environment)")
-    return dist
-
-
-class _AllGather(torch.autograd.Function):
-    """``cat(x_0, ..., x_{W-1})`` on every process; backward: :class:`_SumOwnSlice`."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        dist = _dist()
-        world = dist.get_world_size(group)
-        parts = [torch.empty_like(x) for _ in range(world)]
-        dist.all_gather(parts, x, group=group)
-        ctx.group = group
-        return torch.cat(parts)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _SumOwnSlice.apply(grad.contiguous(), ctx.group), None
-
-
-class _SumOwnSlice(torch.autograd.Function):
-    """``sum_p g_p[slice r]`` on process ``r`` (a reduce-scatter with the sum, written as an
-    all-reduce and a slice, which every backend has); backward: :class:`_AllGather`. Each is the
-    other's adjoint, so second derivatives through the gather are right too."""
-
-    @staticmethod
-    def forward(ctx, g, group):
-        dist = _dist()
-        world, rank = dist.get_world_size(group), dist.get_rank(group)
-        total = g.clone()
-        dist.all_reduce(total, op=dist.ReduceOp.SUM, group=group)
-        n = total.shape[0] // world
-        ctx.group = group
-        return total[rank * n:(rank + 1) * n].clone()
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _AllGather.apply(grad.contiguous(), ctx.group), None
 
 
 def gather_with_grad(x, group=None):
@@ -106,29 +53,4 @@ def gather_with_grad(x, group=None):
     a reduce-scatter of the sum), used for in-batch negatives across processes as in SimCLR
     (Chen et al. 2020) and CLIP (Radford et al. 2021).
     """
-    dist = _dist()
-    check_float_tensor(x, "x", finite=False)
-    if not 1 <= x.dim() <= _MAX_DIM:
-        raise ValueError(f"x must have between 1 and {_MAX_DIM} dimensions (the first is gathered), "
-                         f"got shape {tuple(x.shape)}")
-    world = dist.get_world_size(group)
-    # Shapes and dtypes first, in a fixed-size message, so that a mismatch is an error on every
-    # process rather than a hang or garbage in the gather itself.
-    code = [_DTYPES.index(x.dtype) if x.dtype in _DTYPES else -1, x.dim(), *x.shape]
-    code += [0] * (2 + _MAX_DIM - len(code))
-    mine = torch.tensor(code, dtype=torch.int64, device=x.device)
-    codes = [torch.empty_like(mine) for _ in range(world)]
-    dist.all_gather(codes, mine, group=group)
-    codes = [c.tolist() for c in codes]
-    if any(c != codes[0] for c in codes) or codes[0][0] < 0:
-        described = ", ".join(
-            f"process {r}: shape {tuple(c[2:2 + c[1]])}, dtype {_DTYPES[c[0]] if c[0] >= 0 else 'other'}"
-            for r, c in enumerate(codes))
-        raise ValueError(f"gather_with_grad needs x of the same shape and a float dtype on every process; got "
-                         f"{described}")
-    return _AllGather.apply(x.contiguous(), group)
-
-
-def local_offset(n: int, group=None) -> int:
-    """The first row of this process's slice in a gathered tensor of slices of ``n`` rows."""
-    return _dist().get_rank(group) * n
+    return all_gather_with_grad(x, group)

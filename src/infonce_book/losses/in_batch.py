@@ -23,10 +23,18 @@ from __future__ import annotations
 
 import torch
 
-from ..utils.validation import check_bool, check_choice, check_float_tensor
-from ._common import REDUCTIONS, VARIANTS, check_accumulate, check_chunk_size, finite_loss, split_tau, without_autocast
-from .distributed import gather_with_grad, local_offset
-from .explicit import embedding_loss
+from ..utils.validation import check_bool, check_float_tensor
+from ._common import (
+    accumulation_dtype,
+    check_accumulate,
+    check_chunk_size,
+    check_options,
+    finite_loss,
+    split_tau,
+    without_autocast,
+)
+from ._embedding import embedding_loss
+from ._gather import all_gather_with_grad, local_offset
 
 __all__ = ["info_nce_in_batch", "nt_xent"]
 
@@ -42,15 +50,8 @@ def _validate_pairs(z1, z2, require_unit_norm):
         raise ValueError("empty batch: z1 has B = 0 rows; in-batch InfoNCE needs at least two pairs")
 
 
-def _dtype(z1, z2, accumulate):
-    if accumulate is not None:
-        return accumulate
-    return torch.promote_types(torch.promote_types(z1.dtype, z2.dtype), torch.float32)
-
-
 def _check_options(variant, reduction, chunk_size, require_unit_norm, gather):
-    check_choice(variant, "variant", VARIANTS)
-    check_choice(reduction, "reduction", REDUCTIONS)
+    check_options(variant, reduction)
     check_bool(require_unit_norm, "require_unit_norm")
     check_bool(gather, "gather")
     return check_chunk_size(chunk_size)
@@ -115,14 +116,14 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
     tau_value, tau_tensor = split_tau(tau)
     B = z1.shape[0]
     if gather:
-        c1, c2 = gather_with_grad(z1, group), gather_with_grad(z2, group)
+        c1, c2 = all_gather_with_grad(z1, group), all_gather_with_grad(z2, group)
         offset = local_offset(B, group)
     else:
         c1, c2, offset = z1, z2, 0
     if c2.shape[0] < 2:
         raise ValueError(f"in-batch InfoNCE needs at least 2 pairs in all (B - 1 >= 1 negatives per row), "
                          f"got B = {c2.shape[0]}")
-    dtype = _dtype(z1, z2, accumulate)
+    dtype = accumulation_dtype(accumulate, z1, z2)
     include_positive = variant == "standard"
     exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
     # Checked on the gathered candidates, so that every process raises alike.
@@ -189,14 +190,14 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
     views = torch.cat([z1, z2])
     pairs = torch.cat([z2, z1])
     if gather:
-        candidates = gather_with_grad(views, group)
+        candidates = all_gather_with_grad(views, group)
         offset = local_offset(2 * B, group)
     else:
         candidates, offset = views, 0
     if candidates.shape[0] < 4:
         raise ValueError(f"nt_xent needs at least 2 pairs in all (2B - 2 >= 1 negatives per view), "
                          f"got B = {candidates.shape[0] // 2}")
-    dtype = _dtype(z1, z2, accumulate)
+    dtype = accumulation_dtype(accumulate, z1, z2)
     own = torch.arange(2 * B, device=z1.device)
     exclude = torch.stack([own + offset, (own + B) % (2 * B) + offset], dim=-1)  # itself and its positive
     # Checked on the gathered candidates, so that every process raises alike.

@@ -1,0 +1,180 @@
+"""The chunked kernel from embeddings: InfoNCE scored chunk by chunk of negatives, in a custom
+autograd function that holds at most ``B x chunk_size`` similarities, forward and backward.
+
+:class:`InfoNCEFromEmbeddings` forms ``z = <beta a, n_j> - <beta a, p>`` with one matrix
+multiply per chunk and a running log-sum-exp, accumulates in the forward pass the (B, d)
+softmax-weighted sum of negatives (as in an online softmax) and recomputes the weights chunk by
+chunk in the backward pass. Numerics: module docstring of :mod:`infonce_book.losses.explicit`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..utils.validation import norm_deviation, raise_unless_unit_norm
+from ._backward import differentiable_backward, grad_like, row_factor
+from ._common import autocast_off
+from ._logsumexp import LogSumExpState, embedding_lse_plain, sum_of_weights
+
+__all__ = ["InfoNCEFromEmbeddings"]
+
+_NEG_INF = float("-inf")
+
+
+def _scaled_similarities(buffer, a_beta, n, shared):
+    """``beta s_ij = <beta a_i, n_j>`` for a chunk ``n`` of negatives ((c, d) shared or (B, c, d)
+    per anchor), one matrix multiply written into ``buffer`` (at least B x c); returns (B, c)."""
+    B, c = a_beta.shape[0], n.shape[-2]
+    out = buffer[: B * c].view(B, c)
+    if shared:
+        return torch.mm(a_beta, n.T, out=out)
+    torch.bmm(a_beta.unsqueeze(1), n.transpose(1, 2), out=out.view(B, 1, c))
+    return out
+
+
+def _chunk(negatives, lo, hi, shared, dtype):
+    return (negatives[lo:hi] if shared else negatives[:, lo:hi]).to(dtype)
+
+
+def _buffer(a, bounds):
+    return torch.empty(a.shape[0] * max(hi - lo for lo, hi in bounds), dtype=a.dtype, device=a.device)
+
+
+def _chunk_masks(exclude, bounds):
+    """Per chunk, the (rows, columns within the chunk) of the negatives that ``exclude`` ((B, e)
+    column indices into shared negatives, or None) leaves out of each row."""
+    if exclude is None:
+        return [None] * len(bounds)
+    rows = torch.arange(exclude.shape[0], device=exclude.device).unsqueeze(-1).expand_as(exclude)
+    masks = []
+    for lo, hi in bounds:
+        inside = (exclude >= lo) & (exclude < hi)
+        masks.append((rows[inside], exclude[inside] - lo))
+    return masks
+
+
+class InfoNCEFromEmbeddings(torch.autograd.Function):
+    """Per-row ``lse = log(c + sum_j e^{z_j})`` with ``z_j = <beta a, n_j> - <beta a, p>``.
+
+    The gradients, with weights ``p_ij = e^{z_ij - lse_i}`` and ``P_i = sum_j p_ij n_j``:
+    ``grad a_i = g_i beta (P_i - (sum_j p_ij) p_i)``, ``grad p_i = -g_i beta (sum_j p_ij) a_i``,
+    ``grad tau = -(1/tau) sum_i g_i (<beta a_i, P_i> - (sum_j p_ij) <beta a_i, p_i>)``, and
+    ``grad n_j = sum_i g_i beta p_ij a_i`` (shared) or ``g_i beta p_ij a_i`` (per anchor).
+
+    Saved for the backward pass: the inputs, ``beta a`` (B, d), ``beta s+`` and ``lse = m + r``
+    as (B,) tensors and, when the anchor or ``tau`` needs a gradient, ``P`` (B, d), accumulated in
+    the forward pass with the running shift (as the output of an online softmax). The negatives'
+    gradient needs the final ``lse`` in every weight, so the backward pass recomputes the weights
+    chunk by chunk for it. No ``B x k`` tensor is saved. ``exclude`` ((B, e) indices into shared
+    negatives, or None) leaves some negatives out of some rows (their logit is ``-inf``): the
+    in-batch forms use it for the positive (and the anchor itself) among the candidates.
+    """
+
+    @staticmethod
+    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, include_positive, bounds, dtype, want_pn,
+                check_norm, exclude):
+        shared = negatives.dim() == 2
+        a_beta = anchor.to(dtype) * (1.0 / tau)
+        s_pos_beta = (a_beta * positive.to(dtype)).sum(dim=-1)
+        state = LogSumExpState(include_positive, offset=s_pos_beta)
+        buffer = _buffer(a_beta, bounds)
+        masks = _chunk_masks(exclude, bounds)
+        pn = None
+        worst = None  # max |norm - 1| over the negatives seen so far
+        for (lo, hi), mask in zip(bounds, masks):
+            raw = negatives[lo:hi] if shared else negatives[:, lo:hi]
+            if check_norm:  # the chunk is then in cache for the matrix multiply
+                dev = norm_deviation(raw)
+                worst = dev if worst is None else torch.maximum(worst, dev)
+            n = raw.to(dtype)
+            y = _scaled_similarities(buffer, a_beta, n, shared)
+            if mask is not None:
+                y[mask] = _NEG_INF
+            w, alpha = state.add(y)
+            if want_pn:  # sum_j e^{z_ij - m_i} n_j under the running shift m
+                if pn is None:
+                    pn = _weighted_sum(w, n, shared)
+                else:
+                    _add_weighted_sum(pn.mul_(alpha.unsqueeze(-1)), w, n, shared)
+        if check_norm:
+            raise_unless_unit_norm(float(worst), negatives, "negatives")
+        m, r = state.finish()
+        if want_pn:
+            pn.mul_(torch.exp(-r).unsqueeze(-1))  # now sum_j p_ij n_j
+        ctx.save_for_backward(anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn, tau_tensor)
+        ctx.tau, ctx.include_positive, ctx.bounds, ctx.dtype = tau, include_positive, bounds, dtype
+        ctx.exclude, ctx.masks = exclude, masks
+        return m + r
+
+    @staticmethod
+    def backward(ctx, grad):
+        anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn, tau_tensor = ctx.saved_tensors
+        tail = (None,) * 7
+        if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
+            tau, include_positive, dtype, exclude = ctx.tau, ctx.include_positive, ctx.dtype, ctx.exclude
+
+            def recompute(a_, p_, n_, t_):
+                return embedding_lse_plain(a_, p_, n_, tau if t_ is None else t_, include_positive, dtype, exclude)
+            return differentiable_backward(recompute, (anchor, positive, negatives, tau_tensor),
+                                           ctx.needs_input_grad[:4], grad) + tail
+        with autocast_off(grad.device.type):
+            return _embedding_backward(ctx, grad, anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn) + tail
+
+
+def _embedding_backward(ctx, grad, anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn):
+    need_a, need_p, need_n, need_tau = ctx.needs_input_grad[:4]
+    tau, dtype = ctx.tau, ctx.dtype
+    beta = 1.0 / tau
+    shared = negatives.dim() == 2
+    a = anchor.to(dtype)
+    g = grad.to(dtype)
+    f, late = row_factor(g, beta)  # f = g beta unless that overflows (then beta comes last)
+    sum_w = sum_of_weights(m + r, ctx.include_positive)
+    grad_a = grad_p = grad_n = grad_tau = None
+    if need_n:
+        # p_ij = e^{-r_i} w_ij with w_ij = e^{z_ij - m_i}: the row factor goes into ga.
+        grad_n = torch.empty_like(negatives)
+        ga = a * (f * torch.exp(-r)).unsqueeze(-1)
+        shift = (s_pos_beta + m).unsqueeze(-1)
+        buffer = _buffer(a_beta, ctx.bounds)
+        for (lo, hi), mask in zip(ctx.bounds, ctx.masks):
+            n = _chunk(negatives, lo, hi, shared, dtype)
+            y = _scaled_similarities(buffer, a_beta, n, shared)
+            if mask is not None:
+                y[mask] = _NEG_INF
+            w = y.sub_(shift).exp_()  # w_ij, (B, c)
+            if shared and grad_n.dtype == dtype:
+                torch.mm(w.T, ga, out=grad_n[lo:hi])
+            elif shared:
+                grad_n[lo:hi] = w.T @ ga
+            else:
+                grad_n[:, lo:hi] = w.unsqueeze(-1) * ga.unsqueeze(1)
+        if late != 1.0:
+            grad_n.mul_(late)
+    if need_a:
+        grad_a = f.unsqueeze(-1) * pn.addcmul(sum_w.unsqueeze(-1), positive.to(dtype), value=-1.0)
+        if late != 1.0:
+            grad_a.mul_(late)
+    if need_p:
+        grad_p = -(f * sum_w).unsqueeze(-1) * a
+        if late != 1.0:
+            grad_p.mul_(late)
+    if need_tau:
+        pz = (a_beta * pn).sum(dim=-1) - sum_w * s_pos_beta
+        grad_tau = (-((g * pz).sum() * beta)).reshape(())
+    return grad_like(grad_a, anchor), grad_like(grad_p, positive), grad_n, grad_tau
+
+
+def _weighted_sum(w, n, shared):
+    """``sum_j w_ij n_j``: (B, c) weights times a chunk of negatives, (B, d)."""
+    if shared:
+        return w @ n
+    return torch.bmm(w.unsqueeze(1), n).squeeze(1)
+
+
+def _add_weighted_sum(out, w, n, shared):
+    """``out += sum_j w_ij n_j`` in place."""
+    if shared:
+        out.addmm_(w, n)
+    else:
+        out.unsqueeze(1).baddbmm_(w.unsqueeze(1), n)

@@ -1,0 +1,160 @@
+"""The fused kernel from embeddings: the loss of a small problem (all k negatives at once, ``B k``
+at most :data:`._common.FUSED_MAX_LOGITS`) in one matrix multiply and one softmax, with the
+argument checks read in the same synchronisation as the loss (:class:`FusedInfoNCE`). Its fixed
+cost per call is what matters at that size. Numerics: module docstring of
+:mod:`infonce_book.losses.explicit`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._backward import differentiable_backward, grad_like
+from ._common import autocast_enabled, check_finite_loss, finite_reduction, reduce
+from ._logsumexp import embedding_lse_plain
+from ._norm_checks import norm_range, raise_unless_checks_pass
+
+__all__ = ["FusedInfoNCE"]
+
+_NEG_INF = float("-inf")
+
+
+class FusedInfoNCE(torch.autograd.Function):
+    """The loss of a small problem in one block (all k negatives at once), reduced.
+
+    The centred logits come out of one matrix multiply with the positive folded in,
+    ``z_ij = beta <a_i, n_j> - beta s+_i`` (``torch.addmm``; ``-inf`` where ``exclude`` leaves a
+    negative out). With the softmax ``q_ij = e^{z_ij} / sum_l e^{z_il}`` over the negatives (one
+    fused kernel), ``l_i = log sum_j e^{z_ij} = max_j z_ij - log max_j q_ij`` (``max_j q_ij >=
+    1/k``, so the logarithm is exact to rounding), and the loss is ``log(1 + e^{l_i})``
+    (standard; ``softplus``, exact in relative terms when the loss is tiny) or ``l_i``
+    (decoupled). The weight of negative j is ``p_ij = s_i q_ij`` with ``s_i = sigmoid(l_i)``
+    (standard) or 1, so that with the row factor ``f_i = g_i s_i beta`` (divided by B for the
+    mean): ``grad a_i = f_i (sum_j q_ij n_j - p_i)``, ``grad p_i = -f_i a_i``,
+    ``grad n_j = sum_i f_i q_ij a_i`` and
+    ``grad tau = -beta sum_i f_i (<a_i, sum_j q_ij n_j> - s+_i)``. ``f`` is formed as
+    ``(s beta) g`` and ``beta`` is never multiplied into a weight on its own, so a weight that
+    underflowed to 0 never meets an overflowed factor (for upstream gradients up to B for the
+    mean, 1 for the sum).
+
+    ``checks``: ``(tensor, name)`` pairs whose rows must have norm 1; their smallest and largest
+    norms and the loss are read in one synchronisation after the loss is computed (the norms
+    first, so that the negatives are in cache for the matrix multiply), and a failing check is
+    redone tensor by tensor for its message. Saves the inputs, the (B, k) softmax and the (B, 1)
+    ``l``; a backward pass with ``create_graph`` goes through :func:`._logsumexp.embedding_lse_plain`
+    instead. Written for a small fixed cost per call (it is what matters at this size): few
+    tensor operations, the row quantities kept as (B, 1) columns, nothing computed for a
+    backward pass in the forward one.
+    """
+
+    @staticmethod
+    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, include_positive, dtype, exclude, reduction,
+                checks):
+        lohi = norm_range([x for x, _ in checks]) if checks else ()
+        beta = 1.0 / tau
+        a, n = _as(anchor, dtype), _as(negatives, dtype)
+        s_pos = torch.linalg.vecdot(a, _as(positive, dtype))
+        if n.dim() == 2:
+            z = torch.addmm(s_pos.unsqueeze(-1), a, n.T, beta=-beta, alpha=beta)
+        else:
+            z = torch.baddbmm(s_pos.view(-1, 1, 1), a.unsqueeze(1), n.transpose(1, 2), beta=-beta,
+                              alpha=beta).squeeze(1)
+        if exclude is not None:
+            z.scatter_(1, exclude, _NEG_INF)
+        q = torch.softmax(z, dim=-1)
+        lse = z.amax(dim=-1, keepdim=True).sub_(q.amax(dim=-1, keepdim=True).log_())  # log sum_j e^{z_ij}
+        rows = _softplus(lse) if include_positive else lse
+        # (reduction "none": a copy, not a view, so that the caller may change it in place)
+        out = rows.mean() if reduction == "mean" else rows.sum() if reduction == "sum" else rows.view(-1).clone()
+        if not raise_unless_checks_pass(checks, lohi, out):  # rows beyond the range (an error), or a mean
+            rows = rows.view(-1)                               # whose sum overflows
+            check_finite_loss(rows, dtype, tau)
+            out = finite_reduction(out, rows, reduction, dtype, tau, known_finite=False)
+        # l only for the standard variant's s = sigmoid(l) (the decoupled output may be l itself,
+        # which a caller may then change in place)
+        ctx.save_for_backward(anchor, positive, negatives, q, lse if include_positive else None, s_pos, tau_tensor)
+        ctx.tau, ctx.include_positive, ctx.dtype, ctx.exclude, ctx.reduction = (tau, include_positive, dtype,
+                                                                                exclude, reduction)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        anchor, positive, negatives, q, lse, s_pos, tau_tensor = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
+            tau, dtype, include_positive, exclude, reduction = (ctx.tau, ctx.dtype, ctx.include_positive,
+                                                                ctx.exclude, ctx.reduction)
+
+            def recompute(a_, p_, n_, t_):
+                lse = embedding_lse_plain(a_, p_, n_, tau if t_ is None else t_, include_positive, dtype, exclude)
+                return reduce(lse, reduction)
+            return differentiable_backward(recompute, (anchor, positive, negatives, tau_tensor),
+                                           ctx.needs_input_grad[:4], grad) + _TAIL6
+        device_type = grad.device.type
+        if autocast_enabled(device_type):
+            with torch.autocast(device_type, enabled=False):
+                return _fused_backward(ctx, grad, anchor, positive, negatives, q, lse, s_pos)
+        return _fused_backward(ctx, grad, anchor, positive, negatives, q, lse, s_pos)
+
+
+_TAIL6 = (None,) * 6
+
+
+def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos):
+    """The first derivatives of :class:`FusedInfoNCE` (its docstring has the formulas), as the
+    ten outputs of its backward pass."""
+    need_a, need_p, need_n, need_tau = ctx.needs_input_grad[:4]
+    dtype = ctx.dtype
+    g = _as(g, dtype)
+    if g.dim():  # reduction "none": one upstream gradient per row
+        g = g.unsqueeze(-1)
+    beta = 1.0 / ctx.tau
+    c = -beta / q.shape[0] if ctx.reduction == "mean" else -beta
+    if ctx.include_positive:  # -f = (c s) g, (B, 1)
+        neg_f = torch.addcmul(_zero(dtype, q.device), torch.sigmoid(lse), g, value=c)
+    else:  # every row's weights sum to 1: s = 1
+        neg_f = (g * c).expand(q.shape[0], 1)
+    shared = negatives.dim() == 2
+    a, n = _as(anchor, dtype), _as(negatives, dtype)
+    grad_a = grad_p = grad_n = grad_tau = None
+    if need_a or need_tau:
+        # p_i - sum_j q_ij n_j, in one matrix multiply
+        p = _as(positive, dtype)
+        if shared:
+            diff = torch.addmm(p, q, n, alpha=-1.0)
+        else:
+            diff = torch.baddbmm(p.unsqueeze(1), q.unsqueeze(1), n, alpha=-1.0).squeeze(1)
+        if need_tau:  # pz_i = <a_i, sum_j q_ij n_j> - s+_i = -<a_i, diff_i>
+            grad_tau = (-(neg_f.squeeze(-1) * torch.linalg.vecdot(a, diff)).sum() * beta).reshape(())
+        if need_a:
+            grad_a = diff.mul_(neg_f)
+    if need_p or need_n:
+        fa = a * neg_f  # -f a
+        if need_p:
+            grad_p = fa
+        if need_n:
+            grad_n = (torch.mm(q.T, fa) if shared else q.unsqueeze(-1) * fa.unsqueeze(1)).neg_()
+    return (grad_like(grad_a, anchor), grad_like(grad_p, positive), grad_like(grad_n, negatives), grad_tau,
+            None, None, None, None, None, None)
+
+
+_ZEROS = {}
+
+
+def _zero(dtype, device):
+    """A cached 0-d zero (the ``input`` of ``torch.addcmul``)."""
+    key = (dtype, device)
+    zero = _ZEROS.get(key)
+    if zero is None:
+        zero = _ZEROS[key] = torch.zeros((), dtype=dtype, device=device)
+    return zero
+
+
+def _as(x, dtype):
+    return x if x.dtype == dtype else x.to(dtype)
+
+
+def _softplus(x):
+    """``log(1 + e^x)``, exact in relative terms for very negative ``x``: torch's softplus is
+    ``log1p(exp(x))`` below its threshold and ``x`` above it; at 40 the neglected ``e^{-x}``
+    is below float64's rounding of ``x``."""
+    return torch.nn.functional.softplus(x, beta=1.0, threshold=40.0)

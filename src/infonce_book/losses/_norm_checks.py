@@ -1,0 +1,54 @@
+"""Unit-norm checks of the embedding kernels that cost no extra synchronisation: the smallest and
+largest row norms as 0-d tensors, read together with the loss (:func:`raise_unless_checks_pass`),
+and a failing check redone tensor by tensor for its message
+(:func:`infonce_book.utils.validation.check_unit_norm`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..utils.validation import check_unit_norm, unit_norm_tolerance
+
+__all__ = ["norm_range", "raise_unless_checks_pass"]
+
+
+def norm_range(tensors):
+    """The smallest and largest row norm over ``tensors`` (a 0-d tensor each; no synchronisation;
+    call without autograd, e.g. inside a custom function's forward pass)."""
+    parts = [torch.linalg.vector_norm(x, dim=-1) for x in tensors]
+    parts = [t if t.dim() == 1 else t.reshape(-1) for t in parts]
+    common = parts[0].dtype
+    if any(t.dtype != common for t in parts):
+        parts = [t.to(torch.float64) for t in parts]
+    return torch.aminmax(torch.cat(parts) if len(parts) > 1 else parts[0])
+
+
+def raise_unless_checks_pass(checks, lohi, out=None) -> bool:
+    """Read the norm range ``lohi`` of the tensors in ``checks`` and the sum of ``out`` (or None)
+    in one synchronisation; raise as :func:`check_unit_norm` (redone tensor by tensor for the
+    message) where a norm check fails. Returns whether ``out`` is finite (True without ``out``)."""
+    stats = list(lohi)
+    if out is not None:
+        stats.append(out.detach() if out.dim() == 0 else out.detach().sum())
+    if not stats:
+        return True
+    values = _read_floats(stats)
+    if checks:
+        tol = min(unit_norm_tolerance(x.dtype) for x, _ in checks)
+        if not (1.0 - tol <= values[0] and values[1] <= 1.0 + tol):  # also False for NaN
+            for x, name in checks:
+                check_unit_norm(x, name)
+    return out is None or math.isfinite(values[-1])
+
+
+def _read_floats(scalars):
+    """The values of 0-d tensors as floats, in one synchronisation: one transfer of their stack
+    on an accelerator; ``item()`` each on the CPU, where there is nothing to wait for and a
+    stack would be one more tensor operation."""
+    if scalars[0].device.type == "cpu":
+        return [x.item() for x in scalars]
+    common = scalars[0].dtype
+    return torch.stack([x if x.dtype == common else x.to(common) for x in scalars]).tolist()
