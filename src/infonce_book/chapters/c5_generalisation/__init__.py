@@ -23,23 +23,55 @@ from ...learning.pacbayes import POSTERIOR_RATIOS, PRIOR_SCALES, canonical_mean
 from .constants import (
     exercise_numbers,
     gaussian_ratio_moments,
+    oracle_values,
     smallest_n_below,
     vmf_ratio_moments,
     vmf_search_constant,
 )
-from .figures import fig_bounds_vs_n, fig_gap_vs_n, fig_theorem1_terms
+from .figures import fig_bounds_vs_n, fig_certificates_vs_k, fig_gap_vs_k, fig_gap_vs_n, fig_theorem1_terms
+from .gap_sweep import gap_k_sweep, ledger_gap_sweep, per_seed_slopes
 from .ledger import ledger_bound, ledger_gap
-from .prose import gap_glue, nonvacuous_glue, nonvacuous_sentence
+from .prose import (
+    gap_glue,
+    gap_sweep_sentence,
+    informative_glue,
+    informative_sentence,
+    k_sweep_sentence,
+    other_temperature_sentence,
+    seeds_needed_sentence,
+)
 from .runners import cells, grid, train_cell
+from .search_check import PROFILES, ledger_search_correction, search_correction_check
 from .setup import SIZES, STEM, GeneralisationSetup, setup
-from .tables import BOUNDS, bound_summary, gap_summary, gap_table, headline_table, nonvacuous_n
+from .tables import (
+    BOUNDS,
+    MEASURED,
+    below_cap_n,
+    bound_summary,
+    certificate_table,
+    gap_summary,
+    gap_table,
+    headline_table,
+    informative_n,
+    informative_table,
+    k_sweep_table,
+    search_bias_table,
+    search_check_table,
+    slack_table,
+)
 
 __all__ = ["STEM", "SIZES", "GeneralisationSetup", "setup",
            "PRIOR_SCALES", "POSTERIOR_RATIOS", "canonical_mean",
            "vmf_search_constant", "vmf_ratio_moments", "gaussian_ratio_moments", "smallest_n_below",
            "exercise_numbers",
            "cells", "train_cell", "grid",
-           "BOUNDS", "bound_summary", "nonvacuous_n", "gap_summary", "gap_table", "headline_table",
+           "BOUNDS", "MEASURED", "bound_summary", "informative_n", "below_cap_n", "gap_summary", "gap_table",
+           "headline_table", "certificate_table", "slack_table", "k_sweep_table", "oracle_values",
+           "gap_k_sweep", "ledger_gap_sweep", "per_seed_slopes", "PROFILES", "search_correction_check",
+           "ledger_search_correction",
            "ledger_bound", "ledger_gap",
-           "nonvacuous_glue", "nonvacuous_sentence", "gap_glue",
-           "fig_bounds_vs_n", "fig_theorem1_terms", "fig_gap_vs_n"]
+           "informative_glue", "informative_sentence", "gap_glue", "other_temperature_sentence", "k_sweep_sentence",
+           "gap_sweep_sentence", "seeds_needed_sentence", "informative_table", "search_bias_table",
+           "search_check_table", "search_bias_glue",
+           "fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms",
+           "fig_gap_vs_n"]

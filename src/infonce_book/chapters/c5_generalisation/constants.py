@@ -17,7 +17,7 @@ from ...theory.bounds import (
     search_bias_constant,
 )
 
-__all__ = ["vmf_search_constant", "vmf_ratio_moments", "gaussian_ratio_moments", "smallest_n_below",
+__all__ = ["search_bias_glue", "oracle_values", "vmf_search_constant", "vmf_ratio_moments", "gaussian_ratio_moments", "smallest_n_below",
            "exercise_numbers"]
 
 
@@ -30,6 +30,14 @@ def vmf_search_constant(model, tau: float) -> float:
     second = math.exp(log_z2 - 2 * log_z1)
     return search_bias_constant(tau, sd_m=math.sqrt(max(second - 1.0, 0.0)), second_moment_m=second,
                                 m_min=math.exp(-kappa - log_z1))
+
+
+def oracle_values(model, headlines: list) -> dict:
+    """``{tau: E H(M_hat_k, Q_hat_k) - log k}`` of the identity embedding of the vMF ``model``,
+    exactly (Laplace method), at the k and tau of each headline cell: the oracle baseline (the
+    identity is the best embedding of the class at these cells: the trained ones come within
+    ``p_eff / n`` of it and no closer, record ``C6-trained-vs-oracle-*``)."""
+    return {float(h["tau"]): float(model.search_cross_entropy(h["k"], h["tau"]).mean) for h in headlines}
 
 
 def vmf_ratio_moments(model) -> dict:
@@ -91,3 +99,14 @@ def exercise_numbers(model, tau_star: float, tau_other: float, k: int = 16, radi
     out["vector_ratio"] = width[1] / width[0]
     return out
 
+
+
+def search_bias_glue(model, tau: float, ks=(4, 16)) -> dict:
+    """The page's numbers on the search bias at ``tau``: the moment bound ``b_k`` and the sharp
+    ``b*_k`` for each k of ``ks`` (keys ``bk_moments_<k>``, ``bk_sharp_<k>``), nats."""
+    moments = vmf_ratio_moments(model)
+    out = {}
+    for k in ks:
+        out[f"bk_moments_{k}"] = float(search_bias_bounds(int(k), tau, **moments)["best"])
+        out[f"bk_sharp_{k}"] = float(model.sharp_search_bias([int(k)], tau)[0])
+    return out

@@ -9,42 +9,112 @@ import numpy as np
 
 from ...theory.stats import normal_quantile
 
-__all__ = ["fig_bounds_vs_n", "fig_theorem1_terms", "fig_gap_vs_n"]
+__all__ = ["fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms", "fig_gap_vs_n"]
+
+
+#: The lines of :func:`fig_bounds_vs_n`: (column, label, marker, line style, colour).
+_BOUND_LINES = (("sharp_bound", "sharp uniform bound", "o", "-", "C0"),
+                ("pb_bound", "PAC-Bayes-kl (randomised)", "v", "-", "C4"),
+                ("bern_bound", "PAC-Bayes-Bernstein (randomised)", "^", "-", "C2"),
+                ("det_bound", "derandomised (the trained embedding)", "D", "-", "C1"),
+                ("ho_bound", "hold-out (trained on half)", "s", "--", "C5"))
 
 
 def fig_bounds_vs_n(summary, model: str = "vmf"):
-    """The old bound, the sharp bound, the PAC-Bayes certificate and the measured values against n
-    (log x-axis, symlog y-axis, nats): one panel per k (columns) and tau (rows), with the trivial
-    bound ``2 beta``.
+    """The bounds and certificates against n with the baselines a reader would use: the uniform
+    search (0), the oracle (the identity) and the range cap ``2 beta``; one panel per k (columns)
+    and tau (rows); log n axis, nats. The old bound (tens to hundreds of nats) is left to the
+    table.
 
     Args: table from :func:`~.tables.bound_summary`.
     """
     sub = summary[summary.model == model]
     taus, ks = sorted(sub.tau.unique()), sorted(sub.k.unique())
-    fig, axes = plt.subplots(len(taus), len(ks), figsize=(3.6 * len(ks), 3.1 * len(taus)), squeeze=False,
+    fig, axes = plt.subplots(len(taus), len(ks), figsize=(3.7 * len(ks), 3.3 * len(taus)), squeeze=False,
                              sharex=True)
     for i, tau in enumerate(taus):
         for j, k in enumerate(ks):
             ax = axes[i, j]
             cell = sub[np.isclose(sub.tau, tau) & (sub.k == k)].sort_values("n")
-            if not len(cell):
+            if len(cell) < 2:
                 ax.axis("off")
                 continue
-            ax.plot(cell.n, cell.old_bound, "s-", color="C3", ms=4, label="old constants")
-            ax.plot(cell.n, cell.sharp_bound, "o-", color="C0", ms=4, label="sharp constants")
-            if "pb_bound" in cell:
-                ax.plot(cell.n, cell.pb_bound, "^-", color="C2", ms=4, label="PAC-Bayes (randomised)")
-                ax.plot(cell.n, cell.pb_measured, "^:", color="C2", ms=3, alpha=0.7, label="measured (randomised)")
-            ax.plot(cell.n, cell.search_ce, "ko:", ms=3, label="measured E H - log k")
-            ax.axhline(2.0 / tau, color="0.4", ls="--", lw=1, label=r"trivial bound $2\beta$")
+            for col, label, marker, ls, colour in _BOUND_LINES:
+                if col in cell and cell[col].notna().any():
+                    ax.plot(cell.n, cell[col], marker=marker, ls=ls, color=colour, ms=4, label=label)
+            ax.plot(cell.n, cell.search_ce, "ko:", ms=3, label=r"measured $\mathbb{E}H - \log k$")
+            ax.plot(cell.n, cell.oracle_measured, color="0.3", ls="-.", lw=1, label="oracle (the identity)")
+            ax.axhline(0.0, color="k", lw=1.2, label="uniform search")
+            ax.axhline(2.0 / tau, color="0.5", ls="--", lw=1, label=r"range cap $2\beta$")
             ax.set_xscale("log", base=2)
-            ax.set_yscale("symlog", linthresh=1.0)
-            ax.set_title(f"k = {int(k)}, tau = {tau:g}")
+            ax.set_ylim(min(-0.6, float(cell.oracle_measured.min()) - 0.1), 2.0 / tau + 0.3)
+            ax.set_title(rf"$k = {int(k)}$, $\tau = {tau:g}$")
             if i == len(taus) - 1:
-                ax.set_xlabel("training tuples $n$")
+                ax.set_xlabel(r"training tuples $n$")
             if j == 0:
                 ax.set_ylabel("nats")
-    axes[0, 0].legend(fontsize="x-small")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig
+
+
+def fig_certificates_vs_k(summary, n: int, tau: float, model: str = "vmf"):
+    """At one (n, tau): left, the slack (certificate minus the measured value of the embedding it
+    certifies) of each certificate against k, with ``b*_k``; right, the variances of
+    ``l_k - log k`` and ``l^dec - log k`` against k. Log k axes, nats.
+
+    Args: table from :func:`~.tables.bound_summary`.
+    """
+    sub = summary[(summary.model == model) & (summary.n == n) & np.isclose(summary.tau, tau)].sort_values("k")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for col, label, marker, ls, colour in _BOUND_LINES[1:]:
+        slack = f"{col.split('_')[0]}_slack"
+        if slack in sub and sub[slack].notna().any():
+            ax1.plot(sub.k, sub[slack], marker=marker, ls=ls, color=colour, ms=5, label=label)
+    ax1.plot(sub.k, sub.bias_sharp, "k:", marker="x", label=r"$b^\star_k$ (sharp search bias)")
+    ax1.set_xscale("log", base=2)
+    ax1.set_xlabel(r"negatives $k$")
+    ax1.set_ylabel("slack (nats)")
+    ax1.set_ylim(bottom=0)
+    ax1.set_title(rf"certificate $-$ measured, $n = {n:,}$, $\tau = {tau:g}$")
+    ax1.legend(fontsize="x-small")
+    ax2.plot(sub.k, sub.var_std, "o-", color="C0", label=r"$\mathrm{Var}(\ell_k - \log k)$")
+    ax2.plot(sub.k, sub.var_dec, "s--", color="C3", label=r"$\mathrm{Var}(\ell^{\mathrm{dec}}_k - \log k)$")
+    ax2.set_xscale("log", base=2)
+    ax2.set_xlabel(r"negatives $k$")
+    ax2.set_ylabel(r"nats$^2$")
+    ax2.set_title("the spread of the loss")
+    ax2.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def fig_gap_vs_k(table, margin: float, p_eff: float = 5.0):
+    """``n`` times the gap of exact ERM against k, one line per seed (grey) and the mean with a
+    95% interval over seeds (black), with the prediction ``p_eff`` and the band that the declared
+    margin allows around the mean at the smallest k.
+
+    Args: table from :func:`~.gap_sweep.gap_k_sweep`.
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    for _, sub in table.groupby("seed"):
+        sub = sub.sort_values("k")
+        ax.plot(sub.k, sub.n_gap_cv, color="0.75", lw=0.8)
+    g = table.groupby("k").n_gap_cv
+    mean, se = g.mean(), g.std() / np.sqrt(g.count())
+    q = normal_quantile(0.95)
+    ax.errorbar(mean.index, mean, yerr=q * se, fmt="ko-", capsize=3, label="mean over seeds (95% interval)")
+    ax.axhline(p_eff, color="C0", ls="--", label=rf"prediction $p_{{\mathrm{{eff}}}} = {p_eff:g}$")
+    ks = np.array(sorted(table.k.unique()), dtype=float)
+    drift = margin * np.log2(ks / ks[0])
+    ax.fill_between(ks, mean.iloc[0] - drift, mean.iloc[0] + drift, color="C2", alpha=0.15,
+                    label="allowed by the margin")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(r"negatives $k$")
+    ax.set_ylabel(r"$n \times$ gap of ERM")
+    ax.set_title(rf"exact ERM, $n = {int(table.n.iloc[0]):,}$, nested negatives")
+    ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
 
@@ -72,7 +142,8 @@ def fig_theorem1_terms(summary, model: str = "vmf", tau: float | None = None):
             bottom, neg = np.where(vals >= 0, bottom + vals, bottom), np.where(vals < 0, neg + vals, neg)
         ax.plot(pos, cell.sharp_bound, "D", color="k", mfc="white", ms=6, label="bound (sum of the terms)")
         ax.plot(pos, cell.search_ce, "ko-", ms=4, label="measured E H - log k")
-        ax.axhline(2.0 / tau, color="0.4", ls="--", lw=1, label=r"trivial bound $2\beta$")
+        ax.axhline(2.0 / tau, color="0.4", ls="--", lw=1, label=r"range cap $2\beta$")
+        ax.axhline(0.0, color="k", lw=1.2, label="uniform search")
         ax.set_xticks(pos, [str(int(v)) for v in cell.n])
         ax.set_xlabel("training tuples $n$")
         ax.set_title(f"{model}, k = {int(k)}, tau = {tau:g}")

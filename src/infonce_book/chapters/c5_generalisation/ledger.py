@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ...experiment.ledger import Rule
-from ...theory.stats import Estimate, fit_loglog_slope, normal_quantile, weighted_linear_fit
+from ...theory.stats import Estimate, fit_loglog_slope, linear_slope, normal_quantile
 
 __all__ = ["ledger_bound", "ledger_gap"]
 
@@ -21,34 +21,44 @@ def _t_estimate(values) -> Estimate:
     return Estimate.from_samples(values, 0.95, t=True, method="seeds")
 
 
-def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headline: dict, sphere: str = "vmf") -> dict:
-    """Ledger records of claim C6 (each one-sided; the rule is in ``params``):
+def ledger_bound(ledger, grid: pd.DataFrame, delta: float, headlines: list, oracle: dict,
+                 sphere: str = "vmf") -> dict:
+    """Ledger records of claim C6 (the rule of each is a structured
+    :class:`~infonce_book.experiment.ledger.Rule`):
 
-    * ``C6-bound-holds-<model>`` and ``C6-sharp-holds-<model>``: the smallest (bound - upper end
-      of a 95% interval for the observed side) over every cell is >= 0, for the old and the sharp
-      bound (observed side: the search cross-entropy, or ``L_k - log k`` where no search term);
-    * ``C6-pac-bayes-holds-vmf``: the same for the certificate and the measured value of the
-      randomised embedding;
-    * ``C6-sharp-nonvacuous-n<n>-k<k>`` at the ``headline`` cell (``{"n", "k", "tau"}``): the upper
-      end of a t-interval over seeds for the sharp bound is below ``2 beta``;
-    * ``C6-pac-bayes-slack-n<n>-k<k>``: the upper end of a t-interval over seeds for the slack of
-      the certificate (bound - measured value of the randomised embedding) is at most 1 nat;
-    * ``C6-pac-bayes-k-uniform-tau<tau>-n<n>``: at every (tau, n) with k = 16 and a larger k, the
-      difference slack(largest k) - slack(k = 16) is not above 0 beyond its 95% interval
-      (Welch-type, seeds of both cells).
+    * ``C6-bound-holds-<model>``, ``C6-sharp-holds-<model>``: the smallest (bound - upper end of a
+      95% interval for the observed side) over every cell is >= 0, for the old and the sharp bound
+      (observed side: the search cross-entropy, or ``L_k - log k`` where there is no search term);
+    * ``C6-<certificate>-holds-vmf``: the same for each certificate and the measured value of the
+      embedding it certifies (``pac-bayes``: the randomised embedding of the kl certificate;
+      ``bernstein``: that of the Bernstein one; ``derandomised``: the trained embedding;
+      ``hold-out``: the embedding trained on half of the tuples);
+    * at each headline cell (``headlines``: dicts ``{"n", "k", "tau"}``; ``oracle``: ``{tau: exact
+      E H - log k of the identity}``): the baselines and the certificates against them
+      (:func:`_record_headline`);
+    * ``C6-pac-bayes-k-uniform-tau<tau>-n<n>`` and the slopes in k (:func:`_record_k_uniform`,
+      :func:`_record_k_slopes`).
 
-    ``grid`` is the table of :func:`~.runners.grid`; ``sphere`` names the rows of the vMF model
-    (the headline cell's model). Returns numbers for the page (worst slacks, headline values).
+    ``grid`` is the table of :func:`~.runners.grid`; ``sphere`` names the rows of the vMF model.
+    Returns numbers for the page (worst slacks; the first headline's values unprefixed, the
+    others' prefixed ``t<i>_``).
     """
     out = {}
     for model_name, sub in grid.groupby("model"):
         out.update(_record_bounds_hold(ledger, model_name, sub, delta))
-        out.update(_record_certificate_holds(ledger, model_name, sub, "pb", "pac-bayes", "PAC-Bayes certificate"))
-    n, k, tau = headline["n"], headline["k"], headline["tau"]
-    head = grid[(grid.model == sphere) & (grid.n == n) & (grid.k == k) & np.isclose(grid.tau, tau)]
-    if len(head) >= 2:
-        out.update(_record_headline(ledger, head, n, k, tau))
+        for prefix, rid, label in (("pb", "pac-bayes", "PAC-Bayes-kl certificate"),
+                                   ("bern", "bernstein", "PAC-Bayes-Bernstein certificate (randomised)"),
+                                   ("det", "derandomised", "derandomised certificate of the trained embedding"),
+                                   ("ho", "hold-out", "hold-out certificate")):
+            out.update(_record_certificate_holds(ledger, model_name, sub, prefix, rid, label))
+    for i, h in enumerate(headlines):
+        n, k, tau = h["n"], h["k"], h["tau"]
+        head = grid[(grid.model == sphere) & (grid.n == n) & (grid.k == k) & np.isclose(grid.tau, tau)]
+        if len(head) >= 2:
+            values = _record_headline(ledger, head, n, k, tau, oracle[tau])
+            out.update(values if i == 0 else {f"t{i}_{key}": v for key, v in values.items()})
     out.update(_record_k_uniform(ledger, grid))
+    out.update(_record_k_slopes(ledger, grid, headlines[0], sphere))
     return out
 
 
@@ -89,39 +99,86 @@ def _record_certificate_holds(ledger, model_name: str, sub: pd.DataFrame, prefix
     rows = sub[sub[bound].notna()]
     worst = float((rows[bound] - (rows[measured] + q * rows[f"{measured}_se"])).min())
     ledger.record(claim="C6", id=f"C6-{rid}-holds-{model_name}",
-                  quantity=f"smallest ({label} - upper 95% end of E_Q E H - log k)",
+                  quantity=f"smallest ({label} - upper 95% end of the E H - log k it certifies)",
                   predicted=0.0, measured=Estimate.exact(worst), rule=Rule.bound("measured", ">="),
                   params={"model": model_name, "cells": len(rows)})
     return {f"{model_name}_{prefix}_worst_slack": worst}
 
 
-def _record_headline(ledger, head: pd.DataFrame, n: int, k: int, tau: float) -> dict:
-    """``C6-sharp-nonvacuous-n<n>-k<k>`` and ``C6-pac-bayes-slack-n<n>-k<k>`` from the seeds
-    ``head`` of the headline cell, and the headline numbers of the page."""
-    est = _t_estimate(head.sharp_bound)
-    ledger.record(claim="C6", id=f"C6-sharp-nonvacuous-n{n}-k{k}",
-                  quantity=f"sharp bound on E H - log k (vMF, tau = {tau:g}), mean over seeds",
-                  predicted=2.0 / tau, measured=est,
-                  rule=Rule.bound("ci_high", "<", note="the trivial bound 2 beta"),
-                  params={"n": n, "k": k, "tau": tau, "seeds": len(head)})
+def _record_headline(ledger, head: pd.DataFrame, n: int, k: int, tau: float, oracle: float) -> dict:
+    """The records of one headline cell, from its seeds ``head`` (t-intervals over seeds):
+
+    * ``C6-uniform-baseline-tau<tau>``: ``E H - log k`` of a constant embedding (the uniform
+      search), computed on the cell's test databases, against its exact value 0;
+    * ``C6-oracle-tau<tau>``: the identity's ``E H - log k`` (Monte Carlo on the same databases)
+      against its exact value ``oracle`` (the Laplace method of Chapter 2);
+    * ``C6-trained-vs-oracle-tau<tau>``: the trained embedding's ``E H - log k`` is at most
+      ``p_eff / n`` above the oracle's (one-sided on the lower end of its interval; the excess
+      risk of ERM is about ``p_eff / (2n)``);
+    * ``C6-sharp-below-cap-n<n>-k<k>-tau<tau>``: the sharp uniform bound lies below the range cap
+      ``2 beta`` (upper end of its interval);
+    * ``C6-<certificate>-informative-tau<tau>`` for the Bernstein (randomised), the derandomised
+      and the hold-out certificate: below the uniform search's 0 (upper end of the interval);
+    * ``C6-derandomised-near-oracle-tau<tau>``: the derandomised certificate minus the oracle is
+      at most a quarter nat (the target), upper end of the interval;
+    * ``C6-pac-bayes-slack-n<n>-k<k>-tau<tau>``: the kl certificate's slack is at most 1 nat.
+    """
+    tag = f"tau{tau:g}"
+    seeds = len(head)
+    base = {"n": n, "k": k, "tau": tau, "seeds": seeds}
+    ledger.record(claim="C6", id=f"C6-uniform-baseline-{tag}",
+                  quantity=f"E H - log k of a constant embedding (the uniform search), n = {n}, k = {k}",
+                  predicted=0.0, measured=Estimate.exact(float(head.uniform_measured.mean()), 1e-12), params=base)
+    se = math.sqrt(float((head.oracle_measured_se**2).sum())) / seeds
+    ledger.record(claim="C6", id=f"C6-oracle-{tag}", quantity=f"E H - log k of the identity (the oracle), k = {k}",
+                  predicted=oracle, measured=Estimate(float(head.oracle_measured.mean()), se, seeds, method="monte carlo"),
+                  params=base)
+    trained = _t_estimate(head.search_ce)
+    ledger.record(claim="C6", id=f"C6-trained-vs-oracle-{tag}",
+                  quantity="E H - log k of the trained embedding, mean over seeds", predicted=oracle, measured=trained,
+                  rule=Rule.bound("ci_low", "<=", tol=5.0 / n, note="within p_eff / n of the oracle"), params=base)
+    sharp = _t_estimate(head.sharp_bound)
+    ledger.record(claim="C6", id=f"C6-sharp-below-cap-n{n}-k{k}-{tag}",
+                  quantity="sharp uniform bound on E H - log k, mean over seeds", predicted=2.0 / tau, measured=sharp,
+                  rule=Rule.bound("ci_high", "<", note="the range cap 2 beta"), params=base)
+    out = {"head_uniform": float(head.uniform_measured.mean()), "head_oracle": oracle,
+           "head_oracle_measured": float(head.oracle_measured.mean()), "head_measured": trained.mean,
+           "head_measured_low": trained.ci_low, "head_measured_high": trained.ci_high,
+           "head_sharp": sharp.mean, "head_sharp_low": sharp.ci_low, "head_sharp_high": sharp.ci_high,
+           "head_seeds": seeds, "head_trivial": 2.0 / tau, "head_old": float(head.old_bound.mean()),
+           "head_uniform_risk": float(head.uniform_risk.mean()),
+           "head_complexity_ratio": float(head.old_complexity.mean() / head.sharp_complexity.mean())}
+    for col, rid in (("bern_bound", "bernstein"), ("det_bound", "derandomised"), ("ho_bound", "hold-out")):
+        if col not in head or not head[col].notna().all():
+            continue
+        est = _t_estimate(head[col])
+        ledger.record(claim="C6", id=f"C6-{rid}-informative-{tag}",
+                      quantity=f"{rid} certificate on E H - log k, mean over seeds", predicted=0.0, measured=est,
+                      rule=Rule.bound("ci_high", "<", note="below the uniform search (informative)"), params=base)
+        out.update({f"head_{rid.replace('-', '')}": est.mean, f"head_{rid.replace('-', '')}_low": est.ci_low,
+                    f"head_{rid.replace('-', '')}_high": est.ci_high})
+    if "det_bound" in head and head.det_bound.notna().all():
+        gap = _t_estimate(head.det_bound - oracle)
+        ledger.record(claim="C6", id=f"C6-derandomised-near-oracle-{tag}",
+                      quantity="derandomised certificate minus the oracle's E H - log k", predicted=0.25,
+                      measured=gap, rule=Rule.one_sided("ci_high", "<=", note="target: within a quarter nat"),
+                      params=base)
+        out["head_det_minus_oracle"] = gap.mean
     slack = _t_estimate(head.pb_bound - head.pb_measured)
-    ledger.record(claim="C6", id=f"C6-pac-bayes-slack-n{n}-k{k}",
-                  quantity=f"PAC-Bayes slack: certificate - measured E_Q E H - log k (tau = {tau:g})",
-                  predicted=1.0, measured=slack, rule=Rule.one_sided("ci_high", "<=", note="target: at most 1 nat"),
-                  params={"n": n, "k": k, "tau": tau, "seeds": len(head)})
-    old = _t_estimate(head.old_bound)
-    sharp_slack = _t_estimate(head.sharp_bound - head.search_ce)
-    return dict(head_old=old.mean, head_sharp=est.mean, head_sharp_low=est.ci_low, head_sharp_high=est.ci_high,
-                head_pb=float(head.pb_bound.mean()), head_measured=float(head.search_ce.mean()),
-                head_pb_measured=float(head.pb_measured.mean()), head_pb_slack=slack.mean,
-                head_pb_slack_low=slack.ci_low, head_pb_slack_high=slack.ci_high, head_sharp_slack=sharp_slack.mean,
-                head_seeds=len(head), head_trivial=2.0 / tau,
-                head_complexity_ratio=float(head.old_complexity.mean() / head.sharp_complexity.mean()),
-                head_pb_bias_share=float(head.sharp_search_bias.mean() / slack.mean),
-                head_pb_bias=float(head.sharp_search_bias.mean()),
-                head_pb_kl_step=float((head.pb_risk_upper - head.pb_emp_upper).mean()),
-                head_pb_mc_step=float((head.pb_emp_upper - head.pb_emp_risk).mean()),
-                head_pb_rest=float((head.pb_emp_risk - np.log(k) - head.pb_measured).mean()))
+    ledger.record(claim="C6", id=f"C6-pac-bayes-slack-n{n}-k{k}-{tag}",
+                  quantity="PAC-Bayes-kl slack: certificate - measured E_Q E H - log k", predicted=1.0, measured=slack,
+                  rule=Rule.one_sided("ci_high", "<=", note="target: at most 1 nat"), params=base)
+    out.update(head_pb=float(head.pb_bound.mean()), head_pb_measured=float(head.pb_measured.mean()),
+               head_range=float(head.pb_range.mean()), head_log_term=float(head.pb_log_term.mean()),
+               head_pb_slack=slack.mean, head_pb_kl=float(head.pb_kl.mean()),
+               head_pb_kl_step=float((head.pb_risk_upper - head.pb_emp_upper).mean()),
+               head_pb_mc_step=float((head.pb_emp_upper - head.pb_emp_risk).mean()),
+               head_b_star=float(head.bias_sharp.mean()), head_b_moments=float(head.bias_moments.mean()),
+               head_correction=float((head.search_ce - head.dec_test).mean()),
+               head_bern_measured=float(head.bern_measured.mean()), head_ho_measured=float(head.ho_measured.mean()),
+               head_det_kl=float(head.det_kl.mean()), head_bern_kl=float(head.bern_kl.mean()),
+               head_det_scale=float(head.det_scale.mean()), head_det_derand=float(head.det_derand.mean()))
+    return out
 
 
 def _record_k_uniform(ledger, grid: pd.DataFrame) -> dict:
@@ -151,6 +208,42 @@ def _record_k_uniform(ledger, grid: pd.DataFrame) -> dict:
     return out
 
 
+def _record_k_slopes(ledger, grid: pd.DataFrame, headline: dict, sphere: str) -> dict:
+    """At the headline (n, tau), over the k of the grid (at least three): the least-squares slopes
+    against ``log2 k`` (t-intervals, one point per seed and k) of
+
+    * ``C6-bernstein-slack-k-slope``, ``C6-derandomised-slack-k-slope``: the slack (certificate
+      minus the measured value it certifies) does not grow with k (upper end of the interval
+      <= 0);
+    * ``C6-variance-decoupled-k-slope``: ``Var(l^dec - log k)`` falls with k (upper end < 0: by
+      the delta method it is ``beta^2 Var(s(x, x+)) + Var_pi(W)/(k mu^2) + O(1/k^2)`` for the
+      identity, whose ``mu(x)`` is the same for every x);
+    * ``C6-variance-standard-k-slope``: ``Var(l_k - log k)`` rises with k (lower end > 0: the
+      positive in the denominator damps the loss's dependence on ``s(x, x+)`` at small k, and
+      the damping vanishes as k grows).
+    """
+    n, tau = headline["n"], headline["tau"]
+    sub = grid[(grid.model == sphere) & (grid.n == n) & np.isclose(grid.tau, tau)]
+    if sub.k.nunique() < 3 or "det_bound" not in sub:
+        return {"k_slope_records": 0}
+    x = np.log2(sub.k.to_numpy(float))
+    base = {"n": n, "tau": tau, "ks": sorted(int(v) for v in sub.k.unique()), "points": len(sub)}
+    out = {"k_slope_records": 4}
+    specs = (("bernstein-slack", sub.bern_bound - sub.bern_measured, Rule.one_sided("ci_high", "<=")),
+             ("derandomised-slack", sub.det_bound - sub.search_ce, Rule.one_sided("ci_high", "<=")),
+             ("variance-decoupled", sub.var_dec, Rule.one_sided("ci_high", "<")),
+             ("variance-standard", sub.var_std, Rule.one_sided("ci_low", ">")))
+    for name, y, rule in specs:
+        slope = linear_slope(x, y.to_numpy(float))
+        ledger.record(claim="C6", id=f"C6-{name}-k-slope", quantity=f"slope of the {name.replace('-', ' ')} "
+                      f"against log2 k (vMF, n = {n}, tau = {tau:g})", predicted=0.0, measured=slope, rule=rule,
+                      params=base)
+        out.update({f"kslope_{name.replace('-', '_')}": slope.mean,
+                    f"kslope_{name.replace('-', '_')}_low": slope.ci_low,
+                    f"kslope_{name.replace('-', '_')}_high": slope.ci_high})
+    return out
+
+
 def ledger_gap(ledger, summary: pd.DataFrame, tau_star: float, p_eff: int = 5, sphere: str = "vmf",
                runs: pd.DataFrame | None = None) -> dict:
     """Ledger records of claim C7 (synthetic models), from the table of
@@ -165,7 +258,8 @@ def ledger_gap(ledger, summary: pd.DataFrame, tau_star: float, p_eff: int = 5, s
       ``1 - 0.05/m`` for the m per-cell records (with a handful of seeds per cell and ``n * gap``
       close to a chi-square variable with ``p_eff`` degrees of freedom, m intervals at 95% each
       would fail somewhere by chance in a sizeable fraction of runs);
-    * the log-log slope of ``E gap`` in n (predicted -1); its slope in k (predicted 0).
+    * ``C7-gap-slope-n``: the log-log slope of ``E gap`` in n (predicted -1). The slope in k is an
+      equivalence test of its own (:func:`~.gap_sweep.ledger_gap_sweep`).
 
     ``sphere`` names the vMF model's rows in the table; ``runs`` (optional) is the per-seed grid
     for the pooled record (without it the pooled record uses the per-cell means).
@@ -200,11 +294,4 @@ def ledger_gap(ledger, summary: pd.DataFrame, tau_star: float, p_eff: int = 5, s
                   predicted=-1.0, measured=fit,
                   params={"ns": sorted(int(v) for v in pos.n.unique()), "ks": sorted(int(v) for v in pos.k.unique())})
     out.update(n_slope=fit.mean, n_slope_low=fit.ci_low, n_slope_high=fit.ci_high)
-    if star.k.nunique() >= 2:
-        slope = weighted_linear_fit(np.log(star.k.to_numpy(float)), star.n_gap_cv.to_numpy(float),
-                                    star.n_gap_cv_se.to_numpy(float))
-        ledger.record(claim="C7", id="C7-gap-flat-in-k", quantity="slope of n * E[gap] against log k (vMF, tau = 1/kappa)",
-                      predicted=0.0, measured=slope, params={"ks": sorted(int(v) for v in star.k.unique())})
-        out.update(k_slope=slope.mean, k_slope_low=slope.ci_low, k_slope_high=slope.ci_high)
     return out
-

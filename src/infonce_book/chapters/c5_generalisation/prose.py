@@ -1,5 +1,5 @@
-"""Chapter 5's generated sentences and glued strings: from which n each bound of claim C6 is
-non-vacuous, and the numbers of the gap section (claim C7). Lists are worded by
+"""Chapter 5's generated sentences and glued strings: from which n each certificate of claim C6 is
+informative (below the uniform search), and the numbers of the gap section (claim C7). Lists are worded by
 :func:`~infonce_book.experiment.prose.join_words`."""
 
 from __future__ import annotations
@@ -9,27 +9,32 @@ import pandas as pd
 
 from ...experiment.prose import join_words
 
-__all__ = ["nonvacuous_glue", "nonvacuous_sentence", "gap_glue"]
+__all__ = ["informative_glue", "informative_sentence", "gap_glue", "other_temperature_sentence", "k_sweep_sentence",
+           "gap_sweep_sentence", "seeds_needed_sentence"]
+
+#: The certificates the sentence names, in its order: (column of informative_n, label).
+_NAMED = (("derandomised", "derandomised certificate"), ("Bernstein", "randomised Bernstein certificate"),
+          ("hold-out", "hold-out certificate"), ("PAC-Bayes-kl", "kl certificate"), ("sharp", "sharp uniform bound"))
 
 
-def nonvacuous_glue(table: pd.DataFrame, tau: float) -> dict:
-    """``{"<bound>_k<k>": smallest n or "none on the grid"}`` at temperature ``tau`` from
-    :func:`~.tables.nonvacuous_n` (bound names ``old``, ``sharp``, ``pac``), only for the k the profile
-    trained, and ``"sentence"``: the page's sentence (:func:`nonvacuous_sentence`)."""
+def informative_glue(table: pd.DataFrame, tau: float) -> dict:
+    """``{"<bound>_k<k>": smallest informative n or "none on the grid"}`` at temperature ``tau``
+    from :func:`~.tables.informative_n` (bound keys ``sharp``, ``kl``, ``bern``, ``det``, ``ho``),
+    for the k the profile trained, and ``"sentence"`` (:func:`informative_sentence`)."""
     out = {}
+    keys = {"sharp": "sharp", "PAC-Bayes-kl": "kl", "Bernstein": "bern", "derandomised": "det", "hold-out": "ho"}
     for _, r in table[np.isclose(table.tau, tau)].iterrows():
-        for name, key in (("old", "old"), ("sharp", "sharp"), ("PAC-Bayes", "pac")):
-            v = r[name]
+        for name, key in keys.items():
+            v = r.get(name)
             out[f"{key}_k{int(r.k)}"] = "none on the grid" if v is None or pd.isna(v) else f"{int(v):,}"
-    out["sentence"] = nonvacuous_sentence(table, tau)
+    out["sentence"] = informative_sentence(table, tau)
     return out
 
 
-def nonvacuous_sentence(table: pd.DataFrame, tau: float, k_first: int = 16) -> str:
-    """One sentence for the page: from which n of the grid each bound (``sharp``, ``old``,
-    ``PAC-Bayes``) is non-vacuous at temperature ``tau``, for the k the profile actually trained
-    (``k_first`` first when present, then the others in increasing order), from
-    :func:`~.tables.nonvacuous_n`. Says "vacuous on the whole grid" where no n is non-vacuous.
+def informative_sentence(table: pd.DataFrame, tau: float, k_first: int = 16) -> str:
+    """One sentence: from which n of the grid each certificate is informative (below the uniform
+    search) at temperature ``tau``, for the k the profile trained (``k_first`` first), from
+    :func:`~.tables.informative_n`; "not informative on the grid" where no n is.
 
     Raises:
         ValueError: no row of ``table`` at ``tau``.
@@ -42,19 +47,17 @@ def nonvacuous_sentence(table: pd.DataFrame, tau: float, k_first: int = 16) -> s
     by_k = {int(r.k): r for _, r in rows.iterrows()}
 
     def clause(name, label):
-        groups = {}  # smallest n (None: vacuous everywhere) -> the ks that share it, k_first's group first
+        groups = {}  # smallest n (None: never) -> the ks that share it, k_first's group first
         for k in ks:
-            v = by_k[k][name]
+            v = by_k[k].get(name)
             groups.setdefault(None if v is None or pd.isna(v) else int(v), []).append(k)
-        parts = [("vacuous on the whole grid" if v is None else f"non-vacuous from n = {v:,}")
+        parts = [("not informative on the grid" if v is None else f"informative from n = {v:,}")
                  + f" at k = {join_words([str(k) for k in sorted(group)])}" for v, group in groups.items()]
         head = f"the {label} is {parts[0]}"
         return head if len(parts) == 1 else head + " (" + "; ".join(parts[1:]) + ")"
 
-    text = "; ".join(clause(name, label) for name, label in
-                     (("sharp", "sharp bound"), ("old", "old bound"), ("PAC-Bayes", "certificate")))
+    text = "; ".join(clause(name, label) for name, label in _NAMED if name in rows)
     return f"At τ = {tau:g}, {text}."
-
 
 
 def gap_glue(summary: pd.DataFrame, tau_star: float, sphere: str = "vmf") -> dict:
@@ -67,3 +70,63 @@ def gap_glue(summary: pd.DataFrame, tau_star: float, sphere: str = "vmf") -> dic
             "n_gap_tau1": f"{other.n_gap_cv.mean():.2f}" if len(other) else
             "not measured at this profile, which trains at tau = 1/kappa only"}
 
+
+
+def other_temperature_sentence(values: dict, tau_other: float) -> str:
+    """The sentence on the second headline cell (``tau_other``), from the numbers of
+    :func:`~.ledger.ledger_bound` prefixed ``t1_``; a note when the profile trains no cell there."""
+    if "t1_head_derandomised" not in values:
+        return (f"(This run trains no cell of the vMF model at τ = {tau_other:g}; the standard run has "
+                f"them.)")
+    v = {key[3:]: val for key, val in values.items() if key.startswith("t1_")}
+    return (f"At τ = {tau_other:g}, where τ is not the 1/κ of the model (so the loss is not a likelihood and "
+            f"nothing was tuned to κ), the derandomised certificate is {v['head_derandomised']:.3f}, the "
+            f"randomised one {v['head_bernstein']:.3f} and the hold-out one {v['head_holdout']:.3f}, against "
+            f"the oracle's {v['head_oracle']:.3f} and the trained embedding's {v['head_measured']:.3f}.")
+
+
+def k_sweep_sentence(values: dict, n: int, tau: float) -> str:
+    """The sentence on the certificates and the loss's spread against k at (n, tau), from the
+    numbers of :func:`~.ledger.ledger_bound` (``kslope_*``); a note when the profile trains fewer
+    than three k there."""
+    if not values.get("k_slope_records"):
+        return (f"(This run trains fewer than three values of k at n = {n:,}; the standard run trains k = 4 "
+                f"to 256 there.)")
+    v = values
+    return (f"Per doubling of k the derandomised certificate's slack changes by {v['kslope_derandomised_slack']:.3f} "
+            f"nats (95% interval {v['kslope_derandomised_slack_low']:.3f} to "
+            f"{v['kslope_derandomised_slack_high']:.3f}) and the randomised one's by "
+            f"{v['kslope_bernstein_slack']:.3f} ({v['kslope_bernstein_slack_low']:.3f} to "
+            f"{v['kslope_bernstein_slack_high']:.3f}); the variance of the decoupled loss changes by "
+            f"{v['kslope_variance_decoupled']:.3f} and that of the standard loss by "
+            f"{v['kslope_variance_standard']:.3f} nats² per doubling.")
+
+
+def gap_sweep_sentence(values: dict) -> str:
+    """The sentence on the equivalence test of "the gap does not grow with k" (numbers of
+    :func:`~.gap_sweep.ledger_gap_sweep`), or a note when the profile does not run it."""
+    if "sweep_slope" not in values:
+        return "(This run does not train the sweep over k; the standard run does, with 12 seeds.)"
+    v = values
+    verdict = ("lies inside the margin: the gap does not grow with k, in the sense declared"
+               if v["sweep_passed"] else "does not lie inside the margin: equivalence is not shown")
+    return (f"Over k = {v['sweep_ks']} at n = {v['sweep_n']:,} ({v['sweep_seeds']} seeds), the slope of n times the "
+            f"gap per doubling of k is {v['sweep_slope']:.3f}, with 90% interval {v['sweep_slope_low']:.3f} to "
+            f"{v['sweep_slope_high']:.3f}, which {verdict} (margin ±{v['sweep_margin']:.3f} per doubling, "
+            f"±{v['sweep_total_margin']:.1f} over the whole range). The mean of n times the gap over the "
+            f"sweep is {v['sweep_pooled']:.2f} (95% interval {v['sweep_pooled_low']:.2f} to "
+            f"{v['sweep_pooled_high']:.2f}; predicted 5).")
+
+
+def seeds_needed_sentence(values: dict) -> str:
+    """How many seeds a rerun of the sweep would need for its interval to fit inside the margin, from
+    this run's per-seed slopes (:func:`~infonce_book.theory.stats.seeds_needed`); empty when the
+    sweep made no record."""
+    if "sweep_seeds_needed" not in values:
+        return ""
+    need = values["sweep_seeds_needed"]
+    if not np.isfinite(need):
+        return ("With this run's mean slope, no number of seeds would bring the interval inside the margin "
+                "(the mean itself is too close to it).")
+    return (f"With this run's per-seed slopes (standard deviation {values['sweep_slope_sd']:.2f}), "
+            f"{int(need)} seeds would have sufficed; the run used {values['sweep_seeds']}.")

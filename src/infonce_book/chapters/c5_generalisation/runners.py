@@ -23,12 +23,14 @@ from ...learning.training import fit
 from ...theory.bounds import (
     embedding_lipschitz_constant,
     loss_lipschitz_constant,
+    loss_range,
     max_negative_weight,
     rademacher_covering_bound,
     search_bias_bounds,
     theorem1_terms,
     vector_contraction_bound,
 )
+from ...theory.pacbayes import log_xi
 from ...theory.search import search_cross_entropy
 from ...utils.device import one_thread, resolve_device
 from ...utils.progress import progress
@@ -117,7 +119,8 @@ def train_cell(model, cell: dict, cell_seed: int, setup: GeneralisationSetup, mo
     row.update(_sharp_bound(phi, model, cell["n"], k, tau, train_risk, setup.delta, moments, input_m2, b_star))
     if model.identity_embedding:
         row.update(_pac_bayes(phi, train, test, model, k, tau, b_star, setup, gen))
-        row.update(bernstein_columns(phi, train, test, model, k, tau, b_star, setup, gen))
+        row.update(bernstein_columns(phi, train, test, model, k, tau, b_star, setup, gen),
+                   det_measured=row["search_ce"], det_measured_se=row["search_se"])
         holdout, phi1, second = holdout_columns(model, train, test, cell, cell_seed, b_star, setup, gen, dev)
         row.update(holdout)
         if cell.get("variants"):
@@ -150,8 +153,13 @@ def _measure(phi, model, cell: dict, train, test):
         train_dec = loss_per_tuple(phi, *train, tau, variant="decoupled") - math.log(k)
         test_dec = loss_per_tuple(phi, *test, tau, variant="decoupled") - math.log(k)
         x, _, db = test
-        h = search_cross_entropy(torch.einsum("bd,bkd->bk", phi(x), phi(db)), model.log_density_ratio(x, db),
-                                 tau) - math.log(k)
+        log_m = model.log_density_ratio(x, db)
+        h = search_cross_entropy(torch.einsum("bd,bkd->bk", phi(x), phi(db)), log_m, tau) - math.log(k)
+        # The baselines on the same databases: a constant embedding (the uniform search) and, for
+        # data on the sphere, the identity (the oracle of the vMF model).
+        h_uniform = search_cross_entropy(torch.zeros_like(log_m), log_m, tau) - math.log(k)
+        h_oracle = (search_cross_entropy(torch.einsum("bd,bkd->bk", x, db), log_m, tau) - math.log(k)
+                    if model.identity_embedding else torch.full_like(h, float("nan")))
         L = [phi.lipschitz(t).cpu().numpy() for t in test]
         theta_hat = phi.theta.detach().clone()
         phi.set_theta_(phi.center)
@@ -168,7 +176,9 @@ def _measure(phi, model, cell: dict, train, test):
            "gap_cv": float(excess.mean()) + improvement, "trivial": 2.0 * (1.0 / tau),
            "uniform_risk": math.log1p(1.0 / k), "dec_train": float(train_dec.mean()), "dec_test": float(test_dec.mean()),
            "dec_test_se": float(test_dec.std() / math.sqrt(n_test)),
-           "var_std": float((test_loss - math.log(k)).var()), "var_dec": float(test_dec.var())}
+           "var_std": float((test_loss - math.log(k)).var()), "var_dec": float(test_dec.var()),
+           "uniform_measured": float(h_uniform.mean()), "oracle_measured": float(h_oracle.mean()),
+           "oracle_measured_se": float(h_oracle.std() / math.sqrt(n_test))}
     return row, L
 
 
@@ -232,4 +242,6 @@ def _pac_bayes(phi, train, test, model, k: int, tau: float, b_k: float, setup: G
             "pb_emp_risk": cert["emp_risk"], "pb_emp_upper": cert["emp_upper"], "pb_kl": cert["kl"],
             "pb_prior_scale": cert["prior_scale"], "pb_post_scale": cert["posterior_scale"],
             "pb_dist": cert["distance"], "pb_pairs": cert["draws"], "pb_measured": float(h.mean()),
+            "pb_range": loss_range(k, tau),
+            "pb_log_term": log_xi(train[0].shape[0]) + math.log(len(setup.prior_scales) / setup.delta_pb),
             "pb_measured_se": float(h.std() / math.sqrt(len(h)))}

@@ -17,32 +17,38 @@ STEM = "c5_generalisation"
 # Training cells. Each block trains every (tau, k, n, seed) of its lists; "tau" names the page's
 # temperatures ("star" = 1/kappa, "other" = the second one). "gap": the block's cells enter the
 # generalisation-gap experiment (exact full-batch ERM needed); "batch": minibatch size (None: full
-# batch) -- the bounds hold for every theta, so ERM need not be exact for them. "steps",
-# "test_elements", "n_test", "pb_pilot_elements", "pb_final_elements": see GeneralisationSetup.
+# batch) -- the bounds hold for every theta, so ERM need not be exact for them; "variants": the (n, k)
+# whose cells also compute the certificates with other priors. "steps", "test_elements", "n_test",
+# "pb_pilot_elements", "pb_final_elements": see GeneralisationSetup. "gap_sweep": the sizes of the
+# gap-against-k experiment (gap_k_sweep). "check_queries": queries of the Monte Carlo check of the
+# exact search correction (search_correction_check).
 SIZES = {
     "smoke": {"blocks": [
-        {"model": "vmf", "taus": ["star"], "ks": [16], "ns": [256, 512, 2048], "seeds": 2, "gap": True},
+        {"model": "vmf", "taus": ["star"], "ks": [16], "ns": [256, 512, 2048], "seeds": 2, "gap": True,
+         "variants": [(2048, 16)]},
         {"model": "gaussian", "taus": ["other"], "ks": [4], "ns": [256], "seeds": 1, "gap": False}],
         "steps": 200, "test_elements": 360_000, "n_test": 5000, "pb_pilot_elements": 18_432,
-        "pb_final_elements": 900_000},
+        "pb_final_elements": 900_000, "check_queries": 50_000, "gap_sweep": {"n": 256, "ks": [4, 16, 64], "seeds": 3, "n_test": 1000}},
     "standard": {"blocks": [
         {"model": "vmf", "taus": ["star"], "ks": [4, 16], "ns": [256, 512, 1024, 2048, 4096], "seeds": 3,
-         "gap": True},
-        {"model": "vmf", "taus": ["other"], "ks": [4, 16], "ns": [256, 1024, 4096], "seeds": 2, "gap": True},
-        {"model": "vmf", "taus": ["star", "other"], "ks": [256], "ns": [256, 1024], "seeds": 2, "gap": False,
-         "batch": 256},
+         "gap": True, "variants": [(2048, 16)]},
+        {"model": "vmf", "taus": ["other"], "ks": [4, 16], "ns": [256, 1024, 2048], "seeds": 2, "gap": True,
+         "variants": [(2048, 16)]},
+        {"model": "vmf", "taus": ["star"], "ks": [64, 256], "ns": [2048], "seeds": 2, "gap": False, "batch": 256},
         {"model": "gaussian", "taus": ["other"], "ks": [4, 16], "ns": [256, 1024], "seeds": 2, "gap": False}],
         "steps": 300, "test_elements": 360_000, "n_test": 20000, "pb_pilot_elements": 36_864,
-        "pb_final_elements": 1_800_000},
+        "pb_final_elements": 1_800_000, "check_queries": 200_000,
+        "gap_sweep": {"n": 512, "ks": [4, 16, 64, 256], "seeds": 12, "n_test": 4000}},
     "full": {"blocks": [
         {"model": "vmf", "taus": ["star", "other"], "ks": [4, 16], "ns": [256, 512, 1024, 2048, 4096, 8192, 16384],
-         "seeds": 5, "gap": True},
-        {"model": "vmf", "taus": ["star", "other"], "ks": [256], "ns": [256, 1024, 4096, 16384, 65536], "seeds": 3,
+         "seeds": 5, "gap": True, "variants": [(2048, 16)]},
+        {"model": "vmf", "taus": ["star", "other"], "ks": [64, 256], "ns": [2048, 16384], "seeds": 3,
          "gap": False, "batch": 1024},
         {"model": "gaussian", "taus": ["other"], "ks": [4, 16, 64], "ns": [256, 1024, 8192], "seeds": 4,
          "gap": False}],
         "steps": 400, "test_elements": 4_000_000, "n_test": 100000, "pb_pilot_elements": 147_456,
-        "pb_final_elements": 7_200_000},
+        "pb_final_elements": 7_200_000, "check_queries": 1_000_000,
+        "gap_sweep": {"n": 2048, "ks": [4, 16, 64, 256], "seeds": 24, "n_test": 20000}},
 }
 
 
@@ -71,6 +77,10 @@ class GeneralisationSetup:
         away_radius, away_seed: the prior centre of the certificates "with a prior that does not
             know the answer": at Frobenius distance ``away_radius`` from the identity, in a
             direction drawn from ``away_seed`` (both fixed before any data).
+        gap_margin, gap_alpha: the equivalence margin of "the gap does not grow with k" (on the
+            slope of ``n * gap`` per doubling of k; the default 5/12 allows a change of half of
+            ``p_eff = 5`` over the six doublings from k = 4 to 256), declared before the run, and
+            the level of each one-sided test.
     Raises:
         ValueError: a level outside (0, 1), a size below 1 or a non-positive scale.
     """
@@ -87,11 +97,15 @@ class GeneralisationSetup:
     posterior_ratios: tuple = POSTERIOR_RATIOS
     away_radius: float = 0.25
     away_seed: int = 2026
+    gap_margin: float = 5.0 / 12.0
+    gap_alpha: float = 0.05
 
     def __post_init__(self):
         for name in ("delta", "delta_pb", "delta_mc"):
             check_scalar(getattr(self, name), name, gt=0, lt=1, why="a confidence level")
         check_scalar(self.away_radius, "away_radius", gt=0, lt=1)
+        check_scalar(self.gap_margin, "gap_margin", gt=0)
+        check_scalar(self.gap_alpha, "gap_alpha", gt=0, lt=0.5)
         for name in ("steps", "n_test", "test_elements", "pb_pilot_elements", "pb_final_elements"):
             check_k(getattr(self, name), name)
         for name in ("prior_scales", "posterior_ratios"):

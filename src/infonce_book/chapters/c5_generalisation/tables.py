@@ -7,10 +7,23 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["BOUNDS", "bound_summary", "nonvacuous_n", "gap_summary", "gap_table", "headline_table"]
+from ...theory.bounds import search_bias_bounds
+from ...theory.stats import normal_quantile
+from .constants import vmf_ratio_moments
+from .search_check import PROFILES
 
-#: The bounds of the page: display name -> column of the grid (a new certificate adds a line).
-BOUNDS = {"old": "old_bound", "sharp": "sharp_bound", "PAC-Bayes": "pb_bound"}
+__all__ = ["BOUNDS", "MEASURED", "bound_summary", "informative_n", "below_cap_n", "gap_summary", "gap_table",
+           "headline_table", "certificate_table", "slack_table", "k_sweep_table", "informative_table",
+           "search_check_table", "search_bias_table"]
+
+#: The bounds and certificates of the page: display name -> column of the grid (a new certificate
+#: adds a line). Each bounds E H(M_k, Q_k) - log k of an embedding (see MEASURED).
+BOUNDS = {"old": "old_bound", "sharp": "sharp_bound", "PAC-Bayes-kl": "pb_bound", "Bernstein": "bern_bound",
+          "derandomised": "det_bound", "hold-out": "ho_bound"}
+#: The measured value each bound is compared with (the embedding it certifies): the trained
+#: embedding, a randomised one, or the one trained on half of the tuples.
+MEASURED = {"old_bound": "search_ce", "sharp_bound": "search_ce", "pb_bound": "pb_measured",
+            "bern_bound": "bern_measured", "det_bound": "search_ce", "ho_bound": "ho_measured"}
 
 
 def bound_summary(grid: pd.DataFrame) -> pd.DataFrame:
@@ -20,31 +33,45 @@ def bound_summary(grid: pd.DataFrame) -> pd.DataFrame:
     cols = ["search_ce", "test_risk", "train_risk", "old_empirical_risk", "old_complexity", "old_confidence",
             "old_search_bias", "old_bound", "sharp_empirical_risk", "sharp_complexity", "sharp_cover",
             "sharp_vector", "sharp_confidence", "sharp_search_bias", "sharp_bound", "pb_bound", "pb_measured",
-            "pb_kl", "trivial"]
-    g = grid.assign(sharp_slack=grid.sharp_bound - grid.search_ce,
-                    pb_slack=grid.get("pb_bound", np.nan) - grid.get("pb_measured", np.nan))
-    cols = [c for c in cols if c in g] + ["sharp_slack", "pb_slack"]
+            "pb_kl", "trivial", "uniform_risk", "uniform_measured", "oracle_measured", "dec_train", "dec_test",
+            "var_std", "var_dec", "bias_sharp", "bias_moments", "bern_bound", "bern_measured", "det_bound",
+            "det_derand", "det_kl", "bern_kl", "ho_bound", "ho_measured"]
+    slacks = {f"{col.split('_')[0]}_slack": grid[col] - grid[MEASURED[col]] for col in MEASURED if col in grid}
+    g = grid.assign(**slacks)
+    cols = [c for c in cols if c in g] + list(slacks)
     keys = ["model", "tau", "k", "n"]
     out = g.groupby(keys)[cols].mean()
     out["seeds"] = g.groupby(keys).size()
-    for c in ("sharp_bound", "pb_bound", "sharp_slack", "pb_slack", "search_ce"):
+    for c in [*BOUNDS.values(), *slacks, "search_ce"]:
         if c in g:
             out[f"{c}_se"] = g.groupby(keys)[c].std() / np.sqrt(out.seeds)
     return out.reset_index()
 
 
-def nonvacuous_n(summary: pd.DataFrame, model: str = "vmf") -> pd.DataFrame:
-    """Smallest n of the grid at which the seed mean of each bound lies below the trivial bound
-    ``2 beta`` on ``E H(M_k, Q_k) - log k``, per (tau, k); ``None`` where no n does."""
+def informative_n(summary: pd.DataFrame, model: str = "vmf") -> pd.DataFrame:
+    """Per (tau, k): the smallest n of the grid at which the seed mean of each bound lies below the
+    uniform search's ``E H - log k = 0`` (*informative*), ``None`` where no n of the grid does; and
+    ``ns``, the n the grid has."""
     rows = []
     for (tau, k), sub in summary[summary.model == model].groupby(["tau", "k"]):
-        row = {"tau": tau, "k": int(k), "ns": ", ".join(str(int(v)) for v in sorted(sub.n))}
+        row = {"tau": tau, "k": int(k), "ns": ", ".join(f"{int(v):,}" for v in sorted(sub.n))}
+        for name, col in BOUNDS.items():
+            ok = sub[sub[col] < 0.0].n if col in sub else []
+            row[name] = int(min(ok)) if len(ok) else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def below_cap_n(summary: pd.DataFrame, model: str = "vmf") -> pd.DataFrame:
+    """As :func:`informative_n`, for the range cap ``2 beta`` instead of 0 (*below the range cap*)."""
+    rows = []
+    for (tau, k), sub in summary[summary.model == model].groupby(["tau", "k"]):
+        row = {"tau": tau, "k": int(k)}
         for name, col in BOUNDS.items():
             ok = sub[sub[col] < sub.trivial].n if col in sub else []
             row[name] = int(min(ok)) if len(ok) else None
         rows.append(row)
     return pd.DataFrame(rows)
-
 
 
 def gap_summary(grid: pd.DataFrame) -> pd.DataFrame:
@@ -71,20 +98,130 @@ def gap_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 
+def _cell(summary: pd.DataFrame, n: int, k: int, tau: float, sphere: str = "vmf"):
+    r = summary[(summary.model == sphere) & (summary.n == n) & (summary.k == k) & np.isclose(summary.tau, tau)]
+    return None if not len(r) else r.iloc[0]
+
+
 def headline_table(summary: pd.DataFrame, headline: dict, sphere: str = "vmf") -> pd.DataFrame:
     """The terms of the old and the sharp bound side by side at the headline cell (seed means) of
-    the model named ``sphere``."""
-    n, k, tau = headline["n"], headline["k"], headline["tau"]
-    r = summary[(summary.model == sphere) & (summary.n == n) & (summary.k == k) & np.isclose(summary.tau, tau)]
-    if not len(r):
+    the model named ``sphere``, in nats."""
+    r = _cell(summary, headline["n"], headline["k"], headline["tau"], sphere)
+    if r is None:
         return pd.DataFrame()
-    r = r.iloc[0]
-    rows = [("empirical risk - log k", r.old_empirical_risk, r.sharp_empirical_risk),
-            ("complexity 2 R_n", r.old_complexity, r.sharp_complexity),
-            ("  covering, Lambda_avg / Lambda_star", r.old_complexity, r.sharp_cover),
-            ("  vector contraction", float("nan"), r.sharp_vector),
-            ("confidence B_k sqrt(log(1/delta)/2n)", r.old_confidence, r.sharp_confidence),
-            ("search bias", r.old_search_bias, r.sharp_search_bias),
-            ("bound on E H - log k", r.old_bound, r.sharp_bound),
-            ("measured E H - log k", r.search_ce, r.search_ce)]
-    return pd.DataFrame(rows, columns=["term (nats)", "old constants", "sharp constants"]).set_index("term (nats)")
+    rows = [("empirical risk − log k", r.old_empirical_risk, r.sharp_empirical_risk),
+            ("complexity 2Rₙ", r.old_complexity, r.sharp_complexity),
+            ("  of which: covering (Λ_avg, Λ⋆)", r.old_complexity, r.sharp_cover),
+            ("  of which: vector contraction", float("nan"), r.sharp_vector),
+            ("confidence B_k √(log(1/δ)/2n)", r.old_confidence, r.sharp_confidence),
+            ("search bias (C_H/k, b⋆_k)", r.old_search_bias, r.sharp_search_bias),
+            ("bound on 𝔼H − log k", r.old_bound, r.sharp_bound),
+            ("measured 𝔼H − log k", r.search_ce, r.search_ce)]
+    out = pd.DataFrame(rows, columns=["term (nats)", "old constants", "sharp constants"]).set_index("term (nats)")
+    return out.round(3).astype(object).where(out.notna(), "–")
+
+
+#: Rows of :func:`certificate_table`: (label, column of the bound or value, column of what it is
+#: compared with, or None).
+CERTIFICATE_ROWS = (
+    ("uniform search (a constant embedding)", "uniform_measured", None),
+    ("oracle (the identity)", "oracle_measured", None),
+    ("trained embedding, measured", "search_ce", None),
+    ("sharp uniform bound", "sharp_bound", "search_ce"),
+    ("PAC-Bayes-kl, randomised", "pb_bound", "pb_measured"),
+    ("PAC-Bayes-Bernstein, randomised", "bern_bound", "bern_measured"),
+    ("PAC-Bayes-Bernstein, derandomised (the trained embedding)", "det_bound", "search_ce"),
+    ("hold-out (trained on half the tuples)", "ho_bound", "ho_measured"),
+    ("Bernstein, prior from half the tuples, randomised", "ddp_bern_bound", "ddp_bern_measured"),
+    ("Bernstein, prior from half the tuples, derandomised", "ddp_det_bound", "search_ce"),
+    ("Bernstein, prior away from the truth, randomised", "away_bern_bound", "away_bern_measured"),
+    ("Bernstein, prior away from the truth, derandomised", "away_det_bound", "search_ce"),
+)
+
+
+def certificate_table(grid: pd.DataFrame, headlines: list, sphere: str = "vmf") -> pd.DataFrame:
+    """Every bound and certificate against the baselines at the headline cells (seed means, nats
+    of ``E H - log k``): one column per headline cell, a row per quantity, and for each bound the
+    measured value of the embedding it certifies (``—`` where the profile does not compute it)."""
+    cols = {}
+    for h in headlines:
+        head = grid[(grid.model == sphere) & (grid.n == h["n"]) & (grid.k == h["k"]) & np.isclose(grid.tau, h["tau"])]
+        if not len(head):
+            continue
+        values = {}
+        for label, col, measured in CERTIFICATE_ROWS:
+            if col in head and head[col].notna().any():
+                values[label] = f"{head[col].mean():.3f}" + (
+                    f" (measured {head[measured].mean():.3f})" if measured and measured != "search_ce" else "")
+            else:
+                values[label] = "—"
+        cols[f"n = {h['n']:,}, k = {h['k']}, τ = {h['tau']:g}"] = values
+    return pd.DataFrame(cols)
+
+
+def slack_table(grid: pd.DataFrame, headline: dict, sphere: str = "vmf") -> pd.DataFrame:
+    """Where the slack of the derandomised certificate goes at the headline cell (seed means,
+    nats): the search bias's worst case over its measured value, the derandomisation, the
+    PAC-Bayes price (complexity and variance), the Monte Carlo estimate of the posterior's risk
+    against the trained embedding's, and the generalisation of the decoupled risk; they add up
+    to the certificate minus the measured ``E H - log k``."""
+    h = grid[(grid.model == sphere) & (grid.n == headline["n"]) & (grid.k == headline["k"])
+             & np.isclose(grid.tau, headline["tau"])]
+    if not len(h) or "det_bound" not in h:
+        return pd.DataFrame()
+    bias = (h.bias_sharp - (h.search_ce - h.dec_test)).mean()
+    derand = h.det_derand.mean()
+    price = (h.det_dec_bound - h.det_derand - h.det_emp).mean()
+    randomise = (h.det_emp - h.dec_train).mean()
+    generalise = (h.dec_train - h.dec_test).mean()
+    rows = [("search bias: b⋆_k minus the measured 𝔼H − L_k^dec", bias),
+            ("derandomisation (curvature)", derand),
+            ("PAC-Bayes price (complexity, variance, Monte Carlo)", price),
+            ("randomisation (posterior's training risk − trained embedding's)", randomise),
+            ("training − test decoupled risk", generalise),
+            ("total: certificate − measured 𝔼H − log k", (h.det_bound - h.search_ce).mean())]
+    return pd.DataFrame(rows, columns=["part of the slack", "nats"]).set_index("part of the slack").round(4)
+
+
+def k_sweep_table(summary: pd.DataFrame, n: int, tau: float, sphere: str = "vmf") -> pd.DataFrame:
+    """At one (n, tau): per k, the measured ``E H - log k``, the certificates' slacks and the
+    variances of ``l_k - log k`` and ``l^dec - log k`` (seed means)."""
+    sub = summary[(summary.model == sphere) & (summary.n == n) & np.isclose(summary.tau, tau)].sort_values("k")
+    cols = {"k": sub.k.astype(int), "measured 𝔼H − log k": sub.search_ce,
+            "b⋆_k": sub.bias_sharp, "slack, Bernstein (randomised)": sub.get("bern_slack"),
+            "slack, derandomised": sub.get("det_slack"), "slack, hold-out": sub.get("ho_slack"),
+            "slack, PAC-Bayes-kl": sub.get("pb_slack"), "Var(ℓ_k − log k)": sub.var_std,
+            "Var(ℓ^dec − log k)": sub.var_dec}
+    return pd.DataFrame({k: v for k, v in cols.items() if v is not None}).set_index("k").round(3)
+
+
+def informative_table(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`informative_n` as displayed: one row per (tau, k), the smallest informative n of each
+    bound, "—" where no n of the grid is informative."""
+    shown = table.rename(columns={"tau": "τ", "k": "k", "ns": "n on the grid"}).set_index(["τ", "k"])
+    return shown.astype(object).where(shown.notna(), "—")
+
+
+def search_check_table(check: pd.DataFrame) -> pd.DataFrame:
+    """The Monte Carlo check of the exact search correction as displayed: per profile ``s = f(t)``
+    (``t`` the cosine), the exact correction, the measured ``E H - L_k^dec`` and its 95% interval
+    (nats); for the extremal profile the prediction is ``b*_k``."""
+    q = normal_quantile(0.95)
+    rows = []
+    for _, r in check.iterrows():
+        predicted = r.b_star if r.profile == "extremal" else r.predicted
+        rows.append({"similarity f(t)": PROFILES[r.profile].replace("$", ""), "exact correction": predicted,
+                     "measured": r.measured, "95% interval": f"[{r.measured - q * r.se:.4f}, {r.measured + q * r.se:.4f}]"})
+    return pd.DataFrame(rows).set_index("similarity f(t)").round(4)
+
+
+def search_bias_table(model, tau: float, ks=(4, 16, 64, 256)) -> pd.DataFrame:
+    """The search-bias bounds of the vMF ``model`` at ``tau`` for each k: the moment bound ``b_k``,
+    the sharp ``b*_k`` and the identity embedding's exact correction (nats)."""
+    moments = vmf_ratio_moments(model)
+    rows = []
+    for k in ks:
+        rows.append({"k": int(k), "b_k (moments)": search_bias_bounds(int(k), tau, **moments)["best"],
+                     "b⋆_k (sharp)": float(model.sharp_search_bias([int(k)], tau)[0]),
+                     "identity's correction": float(model.search_correction(lambda t: t, [int(k)], tau)[0])})
+    return pd.DataFrame(rows).set_index("k").round(4)

@@ -15,7 +15,7 @@ from ...losses import VARIANTS
 from ...theory.bounds import search_bias_constant, search_bias_constant_l2, snis_bias_constant
 from ...theory.exact import N_NODES, expected_log_T, snis_bias
 from ...theory.search import monte_carlo_search_cross_entropy
-from ...theory.search_correction import search_correction, sharp_search_bias
+from ...theory.search_correction import ideal_search_excess, search_correction, sharp_search_bias
 from ...theory.stats import Estimate
 from ...utils.device import resolve_device
 from ...utils.validation import check_choice, check_k, check_scalar, check_seed, check_tau, exp_or_raise
@@ -153,3 +153,15 @@ class SearchClosedForms:
         ``c5-prop-search-exact``."""
         t, m, p = self.density_ratio_law(n_nodes)
         return search_correction(m, np.asarray(similarity(t), dtype=np.float64), p, ks, tau)
+
+    def sharp_bias_threshold(self, k, n_nodes: int = N_NODES) -> float:
+        """The cosine ``t*`` at which ``m(t) = w_k(m(t))``: the similarity ``sign(<x, y> - t*)``
+        attains ``b*_k`` (book, Corollary ``c5-cor-sharp-bias``; ``m - w_k(m)`` changes sign once,
+        since ``w_k(v)/v`` decreases in v). Linear interpolation between the quadrature nodes."""
+        t, m, p = self.density_ratio_law(n_nodes)
+        excess, _ = ideal_search_excess(m, p, [check_k(k, meaning="database size")])
+        gap = -excess[0]  # m - w_k(m), increasing in t
+        i = int(np.argmax(gap > 0))
+        if i == 0:
+            return float(t[0])
+        return float(t[i - 1] + (t[i] - t[i - 1]) * (0 - gap[i - 1]) / (gap[i] - gap[i - 1]))

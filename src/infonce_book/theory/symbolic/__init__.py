@@ -30,7 +30,14 @@ from .continuity import (
     softmax_weight_bound,
     weight_bound_gaps,
 )
-from .generalisation import gaussian_ratio_second_moment, loss_range_width, snis_bias_identities
+from .generalisation import (
+    gaussian_ratio_second_moment,
+    loss_range_width,
+    normalisation_curvature,
+    search_correction_identities,
+    snis_bias_identities,
+    unexpected_bernstein_identities,
+)
 from .in_batch import delta_pair, gamma_pair, ntxent_bias_coefficients, pair_block_third_moment, vmf3_pair_moment
 from .rate import (
     bias_coefficient_functions,
@@ -94,5 +101,6 @@ __all__ = [
     "gateaux_derivative", "softmax_weight_bound", "donsker_varadhan_gap", "normalisation_jacobian",
     "embedding_gradients", "weight_bound_gaps", "block_scaling_optimum",
     # Chapter 5: generalisation
-    "loss_range_width", "snis_bias_identities", "gaussian_ratio_second_moment",
+    "loss_range_width", "snis_bias_identities", "gaussian_ratio_second_moment", "search_correction_identities",
+    "unexpected_bernstein_identities", "normalisation_curvature",
 ]

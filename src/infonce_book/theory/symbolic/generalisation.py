@@ -1,9 +1,13 @@
 """Chapter 5, generalisation: the range of the loss (Lemma ``c5-lem-range``), the algebra of the
-one-sided search bias (Proposition ``c5-prop-search-bias``) and the Gaussian model's second moment
-of the density ratio.
+one-sided search bias (Proposition ``c5-prop-search-bias``), the Gaussian model's second moment
+of the density ratio, the exact search correction (Proposition ``c5-prop-search-exact``), the
+un-expected Bernstein inequality (Lemma ``c5-lem-unexpected-bernstein``) and the curvature of the
+normalised linear class (Lemma ``c5-lem-curvature``).
 """
 
 from __future__ import annotations
+
+import itertools
 
 import sympy as sp
 
@@ -92,3 +96,83 @@ def gaussian_ratio_second_moment(rho=sp.Rational(4, 5)):
     claim = sp.exp(rho**2 * x**2 / (1 + rho**2)) / sp.sqrt(1 - rho**4)
     outer = sp.integrate(sp.expand(claim * pdf(x, 0, 1)), (x, -sp.oo, sp.oo))
     return sp.simplify(cond / claim), sp.simplify(outer * v)
+
+
+def search_correction_identities():
+    """The algebra of the exact search correction (book, Proposition ``c5-prop-search-exact``),
+    exactly, for a density ratio with two values ``m in {1 - a, 1 + a}`` (probabilities 1/2,
+    ``0 < a < 1``) and ``k = 2, 3``: ``w_k(v) = k v E[1/(v + S_{k-1})]`` by enumeration.
+
+    Returns a dict of expressions that simplify to 0: ``"mass_k<k>"``, ``E_pi w_k(m) - 1`` (the mean
+    idealised search is a probability law), and ``"bias_k<k>"``, ``E[sum_j m_j s_j / sum_j m_j] -
+    E_pi[s w_k(m)]`` for a similarity ``s`` taking the values ``s0, s1`` at the two points (the
+    exchangeability step of the proof), with the left side by enumeration of the databases.
+    """
+    a, s0, s1 = sp.symbols("a s0 s1", real=True)
+    vals = (1 - a, 1 + a)
+    sims = (s0, s1)
+    out = {}
+    for kk in (2, 3):
+        dbs = list(itertools.product(range(2), repeat=kk))
+        weight = sp.Rational(1, 2**kk)
+
+        def w(v, kk=kk):
+            rest = list(itertools.product(range(2), repeat=kk - 1))
+            return kk * v * sum(sp.Rational(1, 2 ** (kk - 1)) / (v + sum(vals[i] for i in r)) for r in rest)
+
+        out[f"mass_k{kk}"] = sp.simplify(sum(w(v) for v in vals) / 2 - 1)
+        lhs = sum(weight * sum(vals[i] * sims[i] for i in db) / sum(vals[i] for i in db) for db in dbs)
+        rhs = sum(sims[j] * w(vals[j]) for j in range(2)) / 2
+        out[f"bias_k{kk}"] = sp.simplify(lhs - rhs)
+    return out
+
+
+def unexpected_bernstein_identities():
+    """The steps of the un-expected Bernstein inequality (book, Lemma ``c5-lem-unexpected-bernstein``).
+
+    With ``psi(l) = -log(1 - l) - l`` and ``g(x) = log(1 + l x) - l x + psi(l) x^2`` for
+    ``0 < l < 1``, ``x >= -1``, returns a dict of expressions that simplify to 0:
+
+    * ``"g_at_minus_one"``: ``g(-1)``; ``"g_at_zero"``: ``g(0)``;
+    * ``"g_prime"``: ``g'(x) - x (2 psi(l) - l^2/(1 + l x))`` (the factorisation of the proof);
+    * ``"psi_series"``: ``psi(l) - sum_{j=2}^{7} l^j / j`` to order ``l^8`` (so ``psi(l) >= l^2/2``);
+    * ``"exp_step"``: ``d/dy [e^y (1 - y)] + y e^y`` (so ``e^y (1 - y) <= 1``, with equality at 0).
+    """
+    lam, x, y = sp.symbols("lambda x y", real=True)
+    psi = -sp.log(1 - lam) - lam
+    g = sp.log(1 + lam * x) - lam * x + psi * x**2
+    series = sp.series(psi, lam, 0, 8).removeO()
+    return {"g_at_minus_one": sp.simplify(g.subs(x, -1)), "g_at_zero": sp.simplify(g.subs(x, 0)),
+            "g_prime": sp.simplify(sp.diff(g, x) - x * (2 * psi - lam**2 / (1 + lam * x))),
+            "psi_series": sp.simplify(series - sum(lam**j / j for j in range(2, 8))),
+            "exp_step": sp.simplify(sp.diff(sp.exp(y) * (1 - y), y) + y * sp.exp(y))}
+
+
+def normalisation_curvature():
+    """The curvature of ``e(u) = v(u)/|v(u)|`` for ``v(u) = v0 + u w`` in the plane (book, Lemma
+    ``c5-lem-curvature``). Returns a dict of expressions that simplify to 0:
+
+    * ``"second_derivative"``: each coordinate of ``e''(0) - [-2 (n'/n) e'(0) - |e'(0)|^2 e(0)]``,
+      with ``n = |v|`` and ``n' = <e, w>`` at ``u = 0``;
+    * ``"split"``: ``|w|^2/n^2 - (a^2 + c^2)`` with ``a = n'/n``, ``c = |e'(0)|`` (an orthogonal
+      decomposition of ``w/n``);
+    * ``"max"``: ``max_{q in [0, r]} q (4 r - 3 q) - 4 r^2 / 3`` (``q = c^2``, ``r = rho^2``), and
+      ``"argmax"``: ``q* - 2 r / 3``.
+    """
+    v1, v2, w1, w2, u = sp.symbols("v1 v2 w1 w2 u", real=True)
+    vec = sp.Matrix([v1 + u * w1, v2 + u * w2])
+    n = sp.sqrt(vec.dot(vec))
+    e = vec / n
+    e1, e2 = e.diff(u), e.diff(u, 2)
+    at0 = {u: 0}
+    n0, wvec = n.subs(at0), sp.Matrix([w1, w2])
+    ndot = (e.subs(at0)).dot(wvec)
+    claim = -2 * (ndot / n0) * e1.subs(at0) - (e1.subs(at0).dot(e1.subs(at0))) * e.subs(at0)
+    out = {f"second_derivative_{i}": sp.simplify(e2.subs(at0)[i] - claim[i]) for i in range(2)}
+    out["split"] = sp.simplify(wvec.dot(wvec) / n0**2 - ((ndot / n0) ** 2 + e1.subs(at0).dot(e1.subs(at0))))
+    q, r = sp.symbols("q r", positive=True)
+    f = q * (4 * r - 3 * q)
+    qstar = sp.solve(sp.diff(f, q), q)[0]
+    out["max"] = sp.simplify(f.subs(q, qstar) - sp.Rational(4, 3) * r**2)
+    out["argmax"] = sp.simplify(qstar - sp.Rational(2, 3) * r)
+    return out
