@@ -14,11 +14,13 @@ TORCH ?= cpu
 TORCH_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: book book-students pdf timings test smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help
+.PHONY: book book-students pdf timings test test-fast smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help
 
 help:
 	@echo "make book   - execute every chapter (profile=$(PROFILE)) and build _build/html"
-	@echo "make test   - lint (ruff) and run the whole test suite (includes a smoke build of the book)"
+	@echo "make test   - lint (ruff) and run the whole test suite: test-fast, then the tests on one smoke build"
+	@echo "              of the book (the GPU rehearsal included; markers book, rehearsal, browser)"
+	@echo "make test-fast - lint and every test but the whole-book ones, on TEST_JOBS=$(TEST_JOBS) workers (minutes)"
 	@echo "make smoke  - build the book at the smoke profile (minutes on 2 cores)"
 	@echo "make book-students - the student edition (no solutions) in _build/html-students"
 	@echo "make pdf    - the book, then _build/pdf/book.pdf and one PDF per chapter (needs chromium: make browser-deps)"
@@ -88,9 +90,19 @@ gpu-wheels: $(VENV)/.installed
 gpu-check-rehearse: $(VENV)/.installed
 	PIP_NO_INDEX=1 bash scripts/gpu_check.sh --rehearse
 
-test: $(VENV)/.installed
+# The tests that need the whole book (markers book, rehearsal, browser) share one smoke build per
+# pytest session (tests/conftest.py: smoke_book; the GPU rehearsal reuses its experiment cache), so
+# they run in one process; everything else runs on TEST_JOBS pytest-xdist workers (TEST_JOBS=0: one
+# process, no xdist).
+TEST_JOBS ?= 2
+FAST_TESTS := not book and not rehearsal and not browser
+
+test-fast: $(VENV)/.installed
 	$(BIN)/ruff check src tests benchmarks scripts
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "$(FAST_TESTS)" -n $(TEST_JOBS)
+
+test: test-fast
+	$(BIN)/python -m pytest -m "not ($(FAST_TESTS))"
 
 clean:
 	rm -rf _build

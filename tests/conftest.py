@@ -29,6 +29,16 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """A test that needs the session's smoke build (the ``smoke_book`` fixture, directly or through
+    another fixture) is a ``book`` test, marked or not: ``make test-fast`` (``-m "not book ..."``)
+    then never builds the book by accident. Runs before pytest deselects by marker."""
+    for item in items:
+        if "smoke_book" in getattr(item, "fixturenames", ()) and item.get_closest_marker("book") is None:
+            item.add_marker(pytest.mark.book)
+
+
 @dataclass
 class SmokeBook:
     build: Path  # the build folder: html/, notebooks/, ledger/, site/, timings.json

@@ -28,6 +28,7 @@ from infonce_book.pipeline.pdf import CHROMIUM_CANDIDATES, find_chromium
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 CANDIDATES = CHROMIUM_CANDIDATES
+pytestmark = [pytest.mark.book, pytest.mark.browser]  # reads the session's smoke build
 
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, *args):  # no request log in the test output

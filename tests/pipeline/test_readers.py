@@ -84,7 +84,7 @@ def project(tmp_path):
 
 
 def _assemble(project):
-    return pipeline._assemble_site(project, project / "_build", profile="smoke", device="cpu", seed=0)
+    return pipeline.assemble_site(project, project / "_build", profile="smoke", device="cpu", seed=0)
 
 
 def test_every_chapter_gets_a_rerun_box_after_its_title_with_the_exact_command(project):

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -456,7 +457,7 @@ def test_a_missing_jupyter_book_is_a_clear_error_not_a_crash(tmp_path, monkeypat
     (tmp_path / "book" / "intro.md").write_text("# Intro\n")
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
     (tmp_path / "_config.yml").write_text("title: A book\n")
-    monkeypatch.setattr(pipeline.shutil, "which", lambda *a, **k: None)
+    monkeypatch.setattr(shutil, "which", lambda *a, **k: None)  # jupyter-book is found nowhere
     with pytest.raises(RuntimeError, match="jupyter-book was not found"):
         pipeline.build(root=tmp_path, device="cpu", log=lambda m: None)
     from infonce_book.pipeline.cli import main

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-#: Set to ``"1"`` by the pipeline (:func:`infonce_book.pipeline.run.run_chapter`) in the kernel that
+#: Set to ``"1"`` by the pipeline (:func:`infonce_book.pipeline.execute.run_chapter`) in the kernel that
 #: executes a chapter for the book (figures are then only glued, not shown a second time; see
 #: :func:`infonce_book.experiment.style.glue_figure`).
 PIPELINE_ENV = "INFONCE_BOOK_PIPELINE"

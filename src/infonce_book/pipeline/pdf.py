@@ -43,8 +43,9 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from ..experiment.paths import atomic_write_bytes
+from .assemble import BOOK_PDF, PDF_PLACEHOLDER, html_dir
 from .citation import BACK_MATTER, toc_pages
-from .run import BOOK_PDF, PDF_PLACEHOLDER, chapters, html_dir
+from .toc import chapters
 
 #: Where a chromium executable is looked for, after ``INFONCE_BOOK_CHROMIUM``.
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome",

@@ -1,6 +1,6 @@
 """Recorded chapter times: one file that the README's table and every page's rerun box both read.
 
-``infonce-book timings record`` (:func:`infonce_book.pipeline.run.record_timings`) executes every chapter (``--force``, into a fresh build folder, so
+``infonce-book timings record`` (:func:`infonce_book.pipeline.build.record_timings`) executes every chapter (``--force``, into a fresh build folder, so
 with an empty experiment cache) at the smoke and the standard profile on the CPU, one after the
 other, and writes :data:`TIMES_FILE` (``benchmarks/results/cpu/chapter_times.json``): the seconds
 per chapter and profile, the machine (CPU model, cores), the thread settings the kernels ran
@@ -19,6 +19,8 @@ import os
 import platform
 import re
 from pathlib import Path
+
+from ..experiment.paths import atomic_write_text
 
 TIMES_FILE = Path("benchmarks") / "results" / "cpu" / "chapter_times.json"
 RECORDED_PROFILES = ("smoke", "standard")
@@ -113,3 +115,12 @@ def load_average() -> float | None:
         return round(os.getloadavg()[0], 2)
     except OSError:
         return None
+
+
+def record_timing(build_dir: Path, stem: str, profile: str, seconds: float) -> None:
+    """Put one chapter run's execution time into ``<build_dir>/timings.json`` (``{profile: {stem:
+    seconds}}``, rounded to 0.01 s; the rerun boxes and the GPU check's bundle read it)."""
+    path = Path(build_dir) / "timings.json"
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    data.setdefault(profile, {})[stem] = round(seconds, 2)
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True))
