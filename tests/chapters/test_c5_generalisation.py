@@ -112,92 +112,142 @@ def test_a_training_cell_gives_consistent_terms_and_certified_bounds():
     terms = r.sharp_empirical_risk + r.sharp_complexity + r.sharp_confidence + r.sharp_search_bias
     assert r.sharp_bound == pytest.approx(terms, rel=1e-12)
     assert r.sharp_search_bias <= r.old_search_bias and r.sharp_complexity <= r.old_complexity
-    assert r.sharp_search_bias == pytest.approx(min(r.bias_second, r.bias_third, r.bias_two_term), rel=1e-14)
-    # every bound lies above the measured value it bounds, and below nothing it should not
+    # the search term is the sharp bias b*_k of the model, at most every moment form
+    assert r.bias_moments == pytest.approx(min(r.bias_second, r.bias_third, r.bias_two_term), rel=1e-14)
+    assert r.sharp_search_bias == r.bias_sharp == pytest.approx(model.sharp_search_bias([k], tau)[0], rel=1e-12)
+    assert r.bias_sharp < r.bias_moments
+    # the old bound's search constant is Chapter 2's, which needs no density floor
+    assert r.old_search_bias == pytest.approx(model.search_bias_constants(tau)["uniform"] / k, rel=1e-12)
+    # every bound lies above the measured value it bounds
     assert r.sharp_bound >= r.search_ce and r.pb_bound >= r.pb_measured
+    assert r.bern_bound >= r.bern_measured and r.det_bound >= r.search_ce and r.ho_bound >= r.ho_measured
     assert r.pb_emp_upper >= r.pb_emp_risk and r.pb_risk_upper >= r.pb_emp_upper
-    # the certificate is the PAC-Bayes bound on the risk of Q, minus log k, plus the search bias
-    assert r.pb_bound == pytest.approx(r.pb_risk_upper - math.log(k) + r.sharp_search_bias, rel=1e-12)
+    # each certificate is its bound on the (decoupled) risk, minus log k, plus the search bias
+    assert r.pb_bound == pytest.approx(r.pb_risk_upper - math.log(k) + r.bias_sharp, rel=1e-12)
+    for prefix in ("bern", "det", "ho"):
+        assert r[f"{prefix}_bound"] == pytest.approx(r[f"{prefix}_dec_bound"] + r.bias_sharp, rel=1e-12)
+    assert r.bern_derand == 0.0 and r.det_derand > 0.0 and r.det_mc_upper >= r.det_emp - 1e-12
     assert r.pb_kl >= 0 and r.pb_post_scale <= r.pb_prior_scale and r.pb_prior_scale in chapter.PRIOR_SCALES
     assert r.trivial == 2 * beta
+    # the baselines on the same databases: the uniform search scores 0 exactly; the oracle its exact value
+    assert abs(r.uniform_measured) < 1e-12 and r.uniform_risk == pytest.approx(math.log1p(1 / k), rel=1e-15)
+    oracle = model.search_cross_entropy(k, tau).mean
+    assert abs(r.oracle_measured - oracle) < 5 * r.oracle_measured_se
 
 
 def test_a_gaussian_cell_has_the_capped_search_term_and_no_certificate():
     model = GaussianModel(8, 0.8)
     r = _tiny_cell(model, "euclid", tau=1.0, k=4, n=64)
     assert r.sharp_search_bias == 2.0  # E m^2 = 0.36^-8: the cap 2 beta
-    assert "pb_bound" not in r.index
+    assert "pb_bound" not in r.index and "det_bound" not in r.index and math.isnan(r.bias_sharp)
     beta, k = 1.0, 4
     omega = min(1.0, k * max_negative_weight(k, 1.0))
     assert r.lambda_star_rms == pytest.approx(beta * math.sqrt(8) * (3 * omega + k * max_negative_weight(k, 1.0)))
 
 
-def _synthetic_grid(violate=False):
+def _synthetic_grid(violate=False, ks=(16, 256)):
+    # Three seeds per k at one (n, tau): values chosen so that every rule's outcome is known by hand.
     rows = []
     for seed in range(3):
-        for k in (16, 256):
-            rows.append({"model": "vmf", "n": 2048, "k": k, "tau": 0.5, "seed": seed, "search_ce": -0.45,
+        for k in ks:
+            rows.append({"model": "vmf", "n": 2048, "k": k, "tau": 0.5, "seed": seed,
+                         "search_ce": -0.4525 + 0.0005 * seed,  # within p_eff / n = 0.0024 of the oracle
                          "search_se": 0.002, "test_risk": 2.3, "test_se": 0.01, "old_bound": 100.0,
-                         "old_search_bias": 8.4, "sharp_bound": 1.5 + 0.01 * seed, "sharp_search_bias": 0.3,
+                         "old_search_bias": 3.7, "sharp_bound": 1.5 + 0.01 * seed, "sharp_search_bias": 0.13,
                          "old_complexity": 92.0, "sharp_complexity": 1.4,
                          "pb_bound": (-0.6 if violate and seed == 0 else 0.25) - 0.1 * (k == 256),
                          "pb_measured": -0.44 + 0.01 * seed, "pb_measured_se": 0.002, "trivial": 4.0,
-                         "pb_risk_upper": 2.7, "pb_emp_upper": 2.4, "pb_emp_risk": 2.38})
+                         "pb_risk_upper": 2.7, "pb_emp_upper": 2.4, "pb_emp_risk": 2.38, "pb_kl": 0.2,
+                         "pb_range": 6.5, "pb_log_term": 10.0, "uniform_measured": 0.0, "uniform_risk": 0.06,
+                         "oracle_measured": -0.454 + 0.001 * (seed - 1), "oracle_measured_se": 0.001,
+                         "bias_sharp": 0.13 * 16 / k, "bias_moments": 0.3, "dec_test": -0.51, "dec_train": -0.52,
+                         "bern_bound": -0.28 + 0.01 * seed, "bern_measured": -0.44, "bern_measured_se": 0.002,
+                         "det_bound": -0.24 + 0.01 * seed - 0.05 * (k == 256), "det_dec_bound": -0.37,
+                         "det_measured": -0.45, "det_measured_se": 0.002, "det_emp": -0.5, "det_derand": 0.01,
+                         "det_kl": 12.0, "bern_kl": 5.0, "det_scale": 0.008,
+                         "ho_bound": -0.33, "ho_measured": -0.45, "ho_measured_se": 0.002,
+                         "var_std": 0.70 + 0.01 * (k == 256), "var_dec": 0.82 - 0.05 * (k == 256)})
     return pd.DataFrame(rows)
+
+
+HEADLINES = [{"n": 2048, "k": 16, "tau": 0.5}]
 
 
 def test_ledger_rules_pass_and_fail_as_documented(tmp_path):
     ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
-    out = chapter.ledger_bound(ledger, _synthetic_grid(), delta=0.05, headline={"n": 2048, "k": 16, "tau": 0.5})
+    out = chapter.ledger_bound(ledger, _synthetic_grid(), delta=0.05, headlines=HEADLINES, oracle={0.5: -0.454})
     rec = {r.id: r for r in ledger.records}
-    assert all(r.passed for r in rec.values())
-    assert rec["C6-sharp-nonvacuous-n2048-k16"].predicted == 4.0
-    assert rec["C6-pac-bayes-slack-n2048-k16"].measured == pytest.approx(0.25 + 0.44 - 0.01, abs=1e-12)
+    assert all(r.passed for r in rec.values()), [r.id for r in rec.values() if not r.passed]
+    assert rec["C6-sharp-below-cap-n2048-k16-tau0.5"].predicted == 4.0
+    assert rec["C6-pac-bayes-slack-n2048-k16-tau0.5"].measured == pytest.approx(0.25 + 0.44 - 0.01, abs=1e-12)
+    assert rec["C6-uniform-baseline-tau0.5"].measured == 0.0 and rec["C6-oracle-tau0.5"].predicted == -0.454
+    # the derandomised certificate: -0.23 on average, 0.224 above the oracle (the target is 0.25)
+    assert rec["C6-derandomised-informative-tau0.5"].measured == pytest.approx(-0.23)
+    assert rec["C6-derandomised-near-oracle-tau0.5"].measured == pytest.approx(0.224)
     assert "C6-pac-bayes-k-uniform-tau0.5-n2048" in rec
-    assert out["head_sharp"] == pytest.approx(1.51)
-    # the slack decomposes exactly: bias + kl step + Monte Carlo step + rest
-    parts = out["head_pb_bias"] + out["head_pb_kl_step"] + out["head_pb_mc_step"] + out["head_pb_rest"]
-    assert out["head_pb_kl_step"] == pytest.approx(0.3) and out["head_pb_mc_step"] == pytest.approx(0.02)
+    assert out["head_sharp"] == pytest.approx(1.51) and out["head_correction"] == pytest.approx(0.058)
     assert out["k_uniform_records"] == 1 and out["vmf_sharp_min"] == pytest.approx(1.5)
-    assert math.isfinite(parts)
+    assert out["k_slope_records"] == 0  # two values of k: no slope in k
     ledger2 = Ledger(chapter="test2", profile="smoke", device="cpu", seed=0)
-    chapter.ledger_bound(ledger2, _synthetic_grid(violate=True), delta=0.05, headline={"n": 2048, "k": 16, "tau": 0.5})
+    chapter.ledger_bound(ledger2, _synthetic_grid(violate=True), delta=0.05, headlines=HEADLINES,
+                         oracle={0.5: -0.454})
     rec2 = {r.id: r for r in ledger2.records}
     assert not rec2["C6-pac-bayes-holds-vmf"].passed  # a certificate below the measured value fails
 
 
-def test_nonvacuous_n_is_the_smallest_grid_n_below_2_beta():
+def test_the_slopes_in_k_need_three_k_and_follow_their_rules():
+    ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
+    out = chapter.ledger_bound(ledger, _synthetic_grid(ks=(4, 16, 64, 256)), delta=0.05, headlines=HEADLINES,
+                               oracle={0.5: -0.454})
+    rec = {r.id: r for r in ledger.records}
+    assert out["k_slope_records"] == 4
+    # the standard loss's variance rises (0.70 to 0.71 at k = 256), the decoupled one's falls
+    assert rec["C6-variance-standard-k-slope"].passed and rec["C6-variance-decoupled-k-slope"].passed
+    assert rec["C6-derandomised-slack-k-slope"].measured < 0 and rec["C6-derandomised-slack-k-slope"].passed
+
+
+def test_informative_n_is_the_smallest_grid_n_below_the_uniform_search():
     summary = pd.DataFrame({"model": "vmf", "tau": 0.5, "k": 16, "n": [256, 512, 1024],
                             "old_bound": [200.0, 150.0, 120.0], "sharp_bound": [4.5, 3.5, 2.0],
-                            "pb_bound": [0.9, 0.5, 0.3], "trivial": 4.0})
-    table = chapter.nonvacuous_n(summary)
-    assert table.iloc[0]["old"] is None and table.iloc[0]["sharp"] == 512 and table.iloc[0]["PAC-Bayes"] == 256
-    glued = chapter.nonvacuous_glue(table, 0.5)
-    assert glued["sharp_k16"] == "512" and glued["old_k16"] == "none on the grid"
-    assert "sharp_k4" not in glued  # a k the profile did not train gets no key (and no prose)
+                            "pb_bound": [0.9, 0.5, 0.3], "det_bound": [0.1, -0.05, -0.2], "trivial": 4.0})
+    table = chapter.informative_n(summary)
+    row = table.iloc[0]
+    assert row["old"] is None and row["sharp"] is None and row["PAC-Bayes-kl"] is None
+    assert row["derandomised"] == 512 and row["hold-out"] is None  # a certificate absent from the grid: None
+    assert chapter.below_cap_n(summary).iloc[0]["sharp"] == 512  # 3.5 < 2 beta = 4
+    glued = chapter.informative_glue(table, 0.5)
+    assert glued["det_k16"] == "512" and glued["sharp_k16"] == "none on the grid"
+    assert "det_k4" not in glued  # a k the profile did not train gets no key (and no prose)
 
 
-def _nonvacuous_table(ks, ns):
-    # smallest n per bound (None: vacuous on the whole grid), in the layout of nonvacuous_n
-    return pd.DataFrame([{"tau": 0.5, "k": k, "ns": "256, 512", "old": None, "sharp": n, "PAC-Bayes": 256}
-                         for k, n in zip(ks, ns)])
+def _informative_table(ks, ns):
+    # smallest informative n per bound (None: never on the grid), in the layout of informative_n
+    return pd.DataFrame([{"tau": 0.5, "k": k, "ns": "256, 512", "old": None, "sharp": None, "PAC-Bayes-kl": None,
+                          "Bernstein": 256, "derandomised": n, "hold-out": 256} for k, n in zip(ks, ns)])
 
 
-def test_nonvacuous_sentence_names_only_the_trained_k_one_k():
-    text = chapter.nonvacuous_sentence(_nonvacuous_table([16], [512]), 0.5)
-    assert text == ("At τ = 0.5, the sharp bound is non-vacuous from n = 512 at k = 16; the old bound is "
-                    "vacuous on the whole grid at k = 16; the certificate is non-vacuous from n = 256 at k = 16.")
+def test_informative_sentence_names_only_the_trained_k_one_k():
+    text = chapter.informative_sentence(_informative_table([16], [512]), 0.5)
+    assert text == ("At τ = 0.5, the derandomised certificate is informative from n = 512 at k = 16; the "
+                    "randomised Bernstein certificate is informative from n = 256 at k = 16; the hold-out "
+                    "certificate is informative from n = 256 at k = 16; the kl certificate is not informative "
+                    "on the grid at k = 16; the sharp uniform bound is not informative on the grid at k = 16.")
     assert "profile" not in text and "(" not in text
 
 
-def test_nonvacuous_sentence_names_only_the_trained_k_three_ks():
-    text = chapter.nonvacuous_sentence(_nonvacuous_table([4, 16, 256], [256, 512, None]), 0.5)
-    assert text == ("At τ = 0.5, the sharp bound is non-vacuous from n = 512 at k = 16 (non-vacuous from "
-                    "n = 256 at k = 4; vacuous on the whole grid at k = 256); the old bound is vacuous on the "
-                    "whole grid at k = 4, 16 and 256; the certificate is non-vacuous from n = 256 at k = 4, 16 "
-                    "and 256.")
+def test_informative_sentence_names_only_the_trained_k_three_ks():
+    text = chapter.informative_sentence(_informative_table([4, 16, 256], [None, 512, 256]), 0.5)
+    assert text.startswith("At τ = 0.5, the derandomised certificate is informative from n = 512 at k = 16 "
+                           "(not informative on the grid at k = 4; informative from n = 256 at k = 256);")
     with pytest.raises(ValueError, match="tau=1"):
-        chapter.nonvacuous_sentence(_nonvacuous_table([16], [512]), 1.0)
+        chapter.informative_sentence(_informative_table([16], [512]), 1.0)
+
+
+def test_profile_dependent_sentences_say_what_was_not_run():
+    assert "trains no cell" in chapter.other_temperature_sentence({}, 1.0)
+    assert "fewer than three" in chapter.k_sweep_sentence({"k_slope_records": 0}, 2048, 0.5)
+    assert "does not train the sweep" in chapter.gap_sweep_sentence({})
+    assert chapter.seeds_needed_sentence({}) == ""
 
 
 def test_exercise_numbers_are_the_smallest_n_and_the_closed_forms():

@@ -24,6 +24,7 @@ from .constants import (
     exercise_numbers,
     gaussian_ratio_moments,
     oracle_values,
+    search_bias_glue,
     smallest_n_below,
     vmf_ratio_moments,
     vmf_search_constant,

@@ -23,6 +23,7 @@ from ...experiment.cache import cached
 from ...experiment.ledger import Rule
 from ...learning.embeddings import loss_per_tuple, reference_embedding
 from ...learning.exact_erm import fit_exact
+from ...learning.pacbayes import canonical_mean
 from ...theory.stats import Estimate, seeds_needed
 from ...utils.device import one_thread, resolve_device
 from ...utils.progress import progress
@@ -67,6 +68,8 @@ def gap_k_sweep(model, n: int, ks: list, seeds: int, n_test: int, tau: float, se
                     phi.set_theta_(start)
                 train, test = (x, xp, xn[:, :k]), (tx, txp, txn[:, :k])
                 fitted = fit_exact(phi, train, tau)
+                with torch.no_grad():  # the orbit point closest to the identity: the same similarities, inside Theta
+                    phi.theta_param.copy_(canonical_mean(phi.theta.detach(), phi.center, phi.input_dim))
                 rows.append({"seed": s, "k": k, "n": int(n), **_gap_cv(phi, train, test, tau),
                              "grad_norm": fitted["grad_norm"]})
     table = pd.DataFrame(rows)
