@@ -183,7 +183,7 @@ def test_ledger_rules_pass_and_fail_as_documented(tmp_path):
     assert rec["C6-uniform-baseline-tau0.5"].measured == 0.0 and rec["C6-oracle-tau0.5"].predicted == -0.454
     # the derandomised certificate: -0.23 on average, 0.224 above the oracle (the target is 0.25)
     assert rec["C6-derandomised-informative-tau0.5"].measured == pytest.approx(-0.23)
-    assert rec["C6-derandomised-near-oracle-tau0.5"].measured == pytest.approx(0.224)
+    assert out["head_det_minus_oracle"] == pytest.approx(0.224) and "C6-derandomised-near-oracle-tau0.5" not in rec
     assert "C6-pac-bayes-k-uniform-tau0.5-n2048" in rec
     assert out["head_sharp"] == pytest.approx(1.51) and out["head_correction"] == pytest.approx(0.058)
     assert out["k_uniform_records"] == 1 and out["vmf_sharp_min"] == pytest.approx(1.5)
@@ -241,6 +241,17 @@ def test_informative_sentence_names_only_the_trained_k_three_ks():
                            "(not informative on the grid at k = 4; informative from n = 256 at k = 256);")
     with pytest.raises(ValueError, match="tau=1"):
         chapter.informative_sentence(_informative_table([16], [512]), 1.0)
+
+
+def test_the_target_sentence_reads_the_interval():
+    base = {"head_det_minus_oracle": 0.2, "head_det_minus_oracle_low": 0.18}
+    assert "whole interval is within" in chapter.target_sentence({**base, "head_det_minus_oracle_high": 0.22})
+    assert "upper end of the interval is not" in chapter.target_sentence({**base, "head_det_minus_oracle_high": 0.26})
+    assert "misses" in chapter.target_sentence({"head_det_minus_oracle": 0.3, "head_det_minus_oracle_low": 0.28,
+                                                "head_det_minus_oracle_high": 0.32})
+    z = {"head_oracle_z": 2.5, "head_oracle_measured": -0.4547, "head_oracle_se": 0.0003}
+    assert "record fails" in chapter.oracle_sentence({**z, "head_oracle_passed": False})
+    assert chapter.oracle_sentence({**z, "head_oracle_passed": True}).endswith("exact value.")
 
 
 def test_profile_dependent_sentences_say_what_was_not_run():

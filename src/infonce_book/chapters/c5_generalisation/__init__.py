@@ -38,8 +38,10 @@ from .prose import (
     informative_glue,
     informative_sentence,
     k_sweep_sentence,
+    oracle_sentence,
     other_temperature_sentence,
     seeds_needed_sentence,
+    target_sentence,
 )
 from .runners import cells, grid, train_cell
 from .search_check import PROFILES, ledger_search_correction, search_correction_check
@@ -72,7 +74,7 @@ __all__ = ["STEM", "SIZES", "GeneralisationSetup", "setup",
            "ledger_search_correction",
            "ledger_bound", "ledger_gap",
            "informative_glue", "informative_sentence", "gap_glue", "other_temperature_sentence", "k_sweep_sentence",
-           "gap_sweep_sentence", "seeds_needed_sentence", "informative_table", "search_bias_table",
+           "gap_sweep_sentence", "seeds_needed_sentence", "oracle_sentence", "target_sentence", "informative_table", "search_bias_table",
            "search_check_table", "search_bias_glue",
            "fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms",
            "fig_gap_vs_n"]

@@ -119,8 +119,6 @@ def _record_headline(ledger, head: pd.DataFrame, n: int, k: int, tau: float, ora
       ``2 beta`` (upper end of its interval);
     * ``C6-<certificate>-informative-tau<tau>`` for the Bernstein (randomised), the derandomised
       and the hold-out certificate: below the uniform search's 0 (upper end of the interval);
-    * ``C6-derandomised-near-oracle-tau<tau>``: the derandomised certificate minus the oracle is
-      at most a quarter nat (the target), upper end of the interval;
     * ``C6-pac-bayes-slack-n<n>-k<k>-tau<tau>``: the kl certificate's slack is at most 1 nat.
     """
     tag = f"tau{tau:g}"
@@ -130,9 +128,10 @@ def _record_headline(ledger, head: pd.DataFrame, n: int, k: int, tau: float, ora
                   quantity=f"E H - log k of a constant embedding (the uniform search), n = {n}, k = {k}",
                   predicted=0.0, measured=Estimate.exact(float(head.uniform_measured.mean()), 1e-12), params=base)
     se = math.sqrt(float((head.oracle_measured_se**2).sum())) / seeds
-    ledger.record(claim="C6", id=f"C6-oracle-{tag}", quantity=f"E H - log k of the identity (the oracle), k = {k}",
-                  predicted=oracle, measured=Estimate(float(head.oracle_measured.mean()), se, seeds, method="monte carlo"),
-                  params=base)
+    oracle_rec = ledger.record(claim="C6", id=f"C6-oracle-{tag}",
+                               quantity=f"E H - log k of the identity (the oracle), k = {k}", predicted=oracle,
+                               measured=Estimate(float(head.oracle_measured.mean()), se, seeds, method="monte carlo"),
+                               params=base)
     trained = _t_estimate(head.search_ce)
     ledger.record(claim="C6", id=f"C6-trained-vs-oracle-{tag}",
                   quantity="E H - log k of the trained embedding, mean over seeds", predicted=oracle, measured=trained,
@@ -142,6 +141,8 @@ def _record_headline(ledger, head: pd.DataFrame, n: int, k: int, tau: float, ora
                   quantity="sharp uniform bound on E H - log k, mean over seeds", predicted=2.0 / tau, measured=sharp,
                   rule=Rule.bound("ci_high", "<", note="the range cap 2 beta"), params=base)
     out = {"head_uniform": float(head.uniform_measured.mean()), "head_oracle": oracle,
+           "head_oracle_se": se, "head_oracle_z": (float(head.oracle_measured.mean()) - oracle) / se,
+           "head_oracle_passed": bool(oracle_rec.passed),
            "head_oracle_measured": float(head.oracle_measured.mean()), "head_measured": trained.mean,
            "head_measured_low": trained.ci_low, "head_measured_high": trained.ci_high,
            "head_sharp": sharp.mean, "head_sharp_low": sharp.ci_low, "head_sharp_high": sharp.ci_high,
@@ -158,12 +159,9 @@ def _record_headline(ledger, head: pd.DataFrame, n: int, k: int, tau: float, ora
         out.update({f"head_{rid.replace('-', '')}": est.mean, f"head_{rid.replace('-', '')}_low": est.ci_low,
                     f"head_{rid.replace('-', '')}_high": est.ci_high})
     if "det_bound" in head and head.det_bound.notna().all():
-        gap = _t_estimate(head.det_bound - oracle)
-        ledger.record(claim="C6", id=f"C6-derandomised-near-oracle-{tag}",
-                      quantity="derandomised certificate minus the oracle's E H - log k", predicted=0.25,
-                      measured=gap, rule=Rule.one_sided("ci_high", "<=", note="target: within a quarter nat"),
-                      params=base)
-        out["head_det_minus_oracle"] = gap.mean
+        gap = _t_estimate(head.det_bound - oracle)  # reported against the aim of a quarter nat, not a claim
+        out.update(head_det_minus_oracle=gap.mean, head_det_minus_oracle_low=gap.ci_low,
+                   head_det_minus_oracle_high=gap.ci_high)
     slack = _t_estimate(head.pb_bound - head.pb_measured)
     ledger.record(claim="C6", id=f"C6-pac-bayes-slack-n{n}-k{k}-{tag}",
                   quantity="PAC-Bayes-kl slack: certificate - measured E_Q E H - log k", predicted=1.0, measured=slack,

@@ -45,18 +45,26 @@ def cells(size: dict, tau_star: float, tau_other: float) -> list:
     "batch", "variants"}`` per (block, tau, k, n, seed) of ``size["blocks"]``; ``model`` names an
     entry of the page's models (``"vmf"``, ``"gaussian"``), ``tau`` is ``tau_star`` or
     ``tau_other``; ``variants`` is true for the (n, k) pairs of the block's ``"variants"`` list
-    (the cells that also compute the certificates with other priors)."""
+    (the cells that also compute the certificates with other priors). A cell named by two blocks
+    (the same model, n, k, tau, seed and batch) appears once."""
     names = {"star": float(tau_star), "other": float(tau_other)}
-    out = []
+    out = {}
     for block in size["blocks"]:
         variants = {tuple(v) for v in block.get("variants", [])}
         for t in block["taus"]:
             for k in block["ks"]:
                 for n in block["ns"]:
-                    out += [{"model": block["model"], "n": int(n), "k": int(k), "tau": names[t], "seed": s,
-                             "gap": bool(block["gap"]), "batch": block.get("batch"),
-                             "variants": (int(n), int(k)) in variants} for s in range(block["seeds"])]
-    return out
+                    for s in range(block["seeds"]):
+                        cell = {"model": block["model"], "n": int(n), "k": int(k), "tau": names[t], "seed": s,
+                                "gap": bool(block["gap"]), "batch": block.get("batch"),
+                                "variants": (int(n), int(k)) in variants}
+                        key = (cell["model"], cell["n"], cell["k"], cell["tau"], s, cell["batch"])
+                        if key in out:  # a cell that two blocks name is trained once, with both blocks' flags
+                            out[key].update(gap=out[key]["gap"] or cell["gap"],
+                                            variants=out[key]["variants"] or cell["variants"])
+                        else:
+                            out[key] = cell
+    return list(out.values())
 
 
 def _cell_seed(seed: int, cell: dict) -> int:

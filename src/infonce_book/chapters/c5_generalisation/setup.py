@@ -17,7 +17,8 @@ STEM = "c5_generalisation"
 # Training cells. Each block trains every (tau, k, n, seed) of its lists; "tau" names the page's
 # temperatures ("star" = 1/kappa, "other" = the second one). "gap": the block's cells enter the
 # generalisation-gap experiment (exact full-batch ERM needed); "batch": minibatch size (None: full
-# batch) -- the bounds hold for every theta, so ERM need not be exact for them; "variants": the (n, k)
+# batch) -- the bounds hold for every theta, so ERM need not be exact for them; the headline cells
+# (n = 2048, k = 16) get a block of their own with more seeds; "variants": the (n, k)
 # whose cells also compute the certificates with other priors. "steps", "test_elements", "n_test",
 # "pb_pilot_elements", "pb_final_elements": see GeneralisationSetup. "gap_sweep": the sizes of the
 # gap-against-k experiment (gap_k_sweep). "check_queries": queries of the Monte Carlo check of the
@@ -35,6 +36,8 @@ SIZES = {
         {"model": "vmf", "taus": ["other"], "ks": [4, 16], "ns": [256, 1024, 2048], "seeds": 2, "gap": True,
          "variants": [(2048, 16)]},
         {"model": "vmf", "taus": ["star"], "ks": [64, 256], "ns": [2048], "seeds": 2, "gap": False, "batch": 256},
+        {"model": "vmf", "taus": ["star", "other"], "ks": [16], "ns": [2048], "seeds": 6, "gap": True,
+         "variants": [(2048, 16)]},
         {"model": "gaussian", "taus": ["other"], "ks": [4, 16], "ns": [256, 1024], "seeds": 2, "gap": False}],
         "steps": 300, "test_elements": 360_000, "n_test": 20000, "pb_pilot_elements": 36_864,
         "pb_final_elements": 1_800_000, "check_queries": 200_000,
