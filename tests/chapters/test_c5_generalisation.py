@@ -42,8 +42,11 @@ def test_search_constant_formula_and_validity_on_the_vmf_model():
 def test_cells_expand_every_block_of_every_profile():
     for profile, size in chapter.SIZES.items():
         cells = chapter.cells(size, tau_star=0.5, tau_other=1.0)
-        expected = sum(len(b["taus"]) * len(b["ks"]) * len(b["ns"]) * b["seeds"] for b in size["blocks"])
-        assert len(cells) == expected, profile
+        named = {(b["model"], n, k, t, s, b.get("batch")) for b in size["blocks"] for t in b["taus"]
+                 for k in b["ks"] for n in b["ns"] for s in range(b["seeds"])}
+        assert len(cells) == len(named), profile  # every cell a block names, each once
+        keys = [(c["model"], c["n"], c["k"], {0.5: "star", 1.0: "other"}[c["tau"]], c["seed"], c["batch"]) for c in cells]
+        assert len(set(keys)) == len(keys) and set(keys) == named
         assert {c["tau"] for c in cells} <= {0.5, 1.0}
         assert all(c["batch"] is None for c in cells if c["gap"])  # the gap needs exact (full-batch) ERM
     # every profile has the headline cell with two seeds (the non-vacuity and slack records)
