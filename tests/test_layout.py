@@ -1,12 +1,17 @@
 """The layout's rules (README, "Layout"), checked on the source tree.
 
 1. Imports go one way, down the layers; no cycles; no package import hidden inside a function.
-2. One chapter = ``book/<stem>.md`` + ``chapters/<stem>.py`` + ``tests/chapters/test_<stem>.py``.
+2. One chapter = ``book/<stem>.md`` + the package ``chapters/<stem>/`` + ``tests/chapters/test_<stem>.py``
+   + a line in ``_toc.yml``, which is the one list of chapters (``experiment.toc.chapter_stems``).
 3. One model interface: no ``isinstance`` or model-name dispatch outside ``models/``.
 4. One uncertainty type: the normal and t quantiles are formed in ``theory/stats.py`` only.
 5. A chapter's models are constructed once, in one visible cell of its page; runners take them.
 6. Labels carry their page's prefix, and none of ``tests/data/labels.txt`` disappears.
 7. ruff (pyflakes, import order, no unneeded ``# noqa``) passes on ``src`` and ``tests``.
+8. Modules of one idea: none over 500 lines (data tables excepted), no function over 80 lines.
+9. README "Layout" names exactly the package's subpackages and top-level modules.
+(That ``theory``, ``models`` and ``losses`` import no notebook or plotting tool is checked in a fresh
+interpreter by ``tests/theory/test_lean_import.py`` and ``tests/losses/test_lean_import.py``.)
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from pathlib import Path
 
 import jupytext
 import pytest
-import yaml
 
 from infonce_book.models import MODELS
 
@@ -153,36 +157,43 @@ def test_no_package_import_is_hidden_inside_a_function_and_heavy_imports_say_why
 # 2. One chapter, one module, one test file.
 
 
-def _toc() -> dict:
-    return yaml.safe_load((ROOT / "_toc.yml").read_text())
-
-
 def _chapter_stems() -> list[str]:
-    """The pages of the numbered parts (everything but the foundations and the back matter)."""
-    out = []
-    for part in _toc()["parts"]:
-        if part["caption"].strip().lower() in ("foundations", "back matter"):
-            continue
-        out += [Path(c["file"]).name for c in part["chapters"]]
-    return out
+    """The chapters: the numbered parts of ``_toc.yml`` (the package's one registry)."""
+    from infonce_book.experiment.toc import chapter_stems
+
+    return chapter_stems(ROOT)
 
 
-def test_every_chapter_has_one_module_and_one_test_file_and_nothing_else():
-    from infonce_book.chapters import CHAPTERS
-
+def test_every_chapter_has_one_package_one_test_file_and_nothing_else():
     stems = _chapter_stems()
-    assert tuple(stems) == CHAPTERS, "infonce_book.chapters.CHAPTERS must list the toc's chapters in order"
     folder = PKG / "chapters"
-    modules = sorted({p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
-                     | {p.name for p in folder.iterdir() if (p / "__init__.py").is_file()})
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    assert not modules, f"a chapter is a package chapters/<stem>/, not a module: {modules}"
+    packages = sorted(p.name for p in folder.iterdir() if (p / "__init__.py").is_file())
     tests = sorted(p.stem for p in (ROOT / "tests" / "chapters").glob("test_*.py"))
-    assert modules == sorted(stems)
+    assert packages == sorted(stems), "every chapter of _toc.yml needs its package, and every package its page"
     assert tests == sorted(f"test_{s}" for s in stems)
-    for i, stem in enumerate(stems, start=1):
-        assert re.fullmatch(rf"c{i}_[a-z]+", stem), f"chapter {i} must be named c{i}_<topic>, got {stem}"
+    prefixes = [stem.split("_")[0] for stem in stems]
+    assert len(set(prefixes)) == len(prefixes), f"two chapters share a label prefix: {prefixes}"
+    for stem in stems:
+        # c<number>_<topic>: the number is a name (labels carry it), not the position, so a chapter
+        # can be inserted anywhere; the book numbers chapters by their place in _toc.yml
+        assert re.fullmatch(r"c\d+_[a-z][a-z_]*", stem), f"a chapter is named c<number>_<topic>, got {stem}"
         page = (ROOT / "book" / f"{stem}.md").read_text()
         imported = set(re.findall(r"from infonce_book\.chapters import (\w+)", page))
-        assert imported == {stem}, f"book/{stem}.md must import its own chapter module only, got {imported}"
+        assert imported == {stem}, f"book/{stem}.md must import its own chapter package only, got {imported}"
+
+
+def test_no_second_list_of_chapters_in_the_package():
+    stems = set(_chapter_stems())
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                named = {e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in stems}
+                if len(named) >= 2:
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {sorted(named)}")
+    assert not bad, "the chapters are listed in _toc.yml only:\n" + "\n".join(bad)
 
 
 def test_every_chapter_module_has_sizes_for_every_profile_and_a_setup():
@@ -316,3 +327,43 @@ def test_ruff_passes():
         pytest.fail("ruff is not installed: `make install` (or pip install -e '.[test]') installs it")
     proc = subprocess.run([ruff, "check", "src", "tests"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. Sizes.
+
+#: Modules that are data tables (the size rule's exception), with why.
+DATA_TABLES = {"testing/bad_inputs.py": "the table of validated bad inputs, one case per row"}
+
+
+def _sources():
+    yield from sorted(PKG.rglob("*.py"))
+    yield from sorted((ROOT / "scripts").glob("*.py"))
+
+
+def test_no_module_over_500_lines_and_no_function_over_80():
+    bad = []
+    for path in _sources():
+        text = path.read_text()
+        rel = path.relative_to(PKG).as_posix() if PKG in path.parents else path.relative_to(ROOT).as_posix()
+        if rel not in DATA_TABLES and len(text.splitlines()) > 500:
+            bad.append(f"{rel}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 80:
+                bad.append(f"{rel}:{node.lineno}: {node.name} has {node.end_lineno - node.lineno + 1} lines")
+    assert not bad, "\n".join(bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. README "Layout" against the tree.
+
+
+def test_the_readme_layout_names_every_subpackage_and_top_level_module():
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Layout"):]
+    block = section[section.index("```\nsrc/infonce_book/"):]
+    block = block[: block.index("\n```", 4)]
+    named = {m.group(1) for m in re.finditer(r"^  (\w+/?|\w+\.py)\s", block + "\n", flags=re.M)}
+    actual = {p.name + "/" for p in PKG.iterdir() if (p / "__init__.py").is_file()} | \
+             {p.name for p in PKG.glob("*.py") if p.name != "__init__.py"}
+    assert named == actual, f"README Layout names {sorted(named)}, the package has {sorted(actual)}"

@@ -25,12 +25,13 @@ def test_the_readme_table_is_the_recorded_file():
         "`infonce-book timings readme` (or `make timings` to measure again)")
 
 
-def test_every_chapter_has_recorded_smoke_and_standard_times():
+def test_the_recorded_times_are_of_chapters_that_exist():
+    # a chapter without recorded times shows "not recorded" (a new chapter needs no re-recording to pass)
     recorded = timings.load_recorded(ROOT)
     assert recorded, f"{timings.TIMES_FILE} is missing: run `infonce-book timings record`"
     for profile in timings.RECORDED_PROFILES:
         rec = recorded["profiles"][profile]
-        assert set(rec["seconds"]) == set(pipeline.chapters(ROOT)), profile
+        assert set(rec["seconds"]) <= set(pipeline.chapters(ROOT)), profile
         assert all(s > 0 for s in rec["seconds"].values())
         assert {"before", "after"} <= set(rec["load_average"]) and rec["commit"] and rec["recorded"]
     assert recorded["machine"]["cores"] >= 1 and recorded["threads"]["OMP_WAIT_POLICY"] == "PASSIVE"
@@ -47,6 +48,8 @@ def test_the_readme_table_shows_each_chapter_and_the_total(tmp_path):
     assert "| `a` | 30 s | 60 s |" in table and "| `b` | 100 s | 3.3 min |" in table
     assert "| all chapters | 2.2 min | 4.3 min |" in table
     assert "load average 0.5 before and 1.0 after" in table
+    unrecorded = timings.readme_table(recorded, ["a", "new"])
+    assert "| `new` | not recorded | not recorded |" in unrecorded and "| all chapters | not recorded |" in unrecorded
     # update_readme rewrites only the block between the markers.
     (tmp_path / "README.md").write_text(f"intro\n{timings.README_START}\nold\n{timings.README_END}\nrest\n")
     path = tmp_path / timings.TIMES_FILE

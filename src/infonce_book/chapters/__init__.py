@@ -1,9 +1,9 @@
-"""One module per chapter page: ``chapters/<stem>.py`` serves ``book/<stem>.md`` with its runners
-(a configuration in, a tidy table out, cached), its ledger rules (``ledger*``), its profile sizes
-(``SIZES``) and its figures (``fig_*``). A page imports its module as ``chapter``:
+"""One package per chapter page: ``chapters/<stem>/`` serves ``book/<stem>.md`` with its set-up
+(``STEM``, ``SIZES``, ``setup()`` and the chapter's frozen configuration), its runners (a
+configuration in, a tidy table out, cached), its ledger records, its figures and, where the page
+has generated sentences, its prose. A page imports its package as ``chapter``:
 ``from infonce_book.chapters import c1_rate as chapter``; ``ctx = chapter.setup(profile, device, seed)``.
+
+Which pages are chapters is read from ``_toc.yml`` (the numbered parts), by
+:func:`infonce_book.experiment.toc.chapter_stems`; nothing here lists them.
 """
-
-CHAPTERS = ("c1_rate", "c2_search", "c3_temperature", "c4_continuity", "c5_generalisation", "c6_digits")
-
-__all__ = ["CHAPTERS"]

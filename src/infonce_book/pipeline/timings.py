@@ -35,9 +35,10 @@ def load_recorded(root: Path) -> dict:
 
 
 def fmt_seconds(s: float | None) -> str:
-    """``42 s`` below two minutes, else ``3.5 min``; an em dash when not measured."""
+    """``42 s`` below two minutes, else ``3.5 min``; ``not recorded`` for a chapter whose time has
+    not been recorded yet (a new chapter, until ``infonce-book timings record`` runs)."""
     if s is None:
-        return "\u2014"
+        return "not recorded"
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
@@ -72,7 +73,7 @@ def readme_table(recorded: dict, chapters: list[str]) -> str:
     totals = []
     for p in RECORDED_PROFILES:
         vals = [seconds_of(recorded, p, stem) for stem in chapters]
-        totals.append(fmt_seconds(sum(vals)) if vals and None not in vals else "\u2014")
+        totals.append(fmt_seconds(sum(vals)) if vals and None not in vals else "not recorded")
     lines.append("| all chapters | " + " | ".join(totals) + " |")
     return ("\n".join(lines) + f"\n\nMeasured by `infonce-book timings record` ({TIMES_FILE.as_posix()}): "
             f"{conditions(recorded)}. A load average above the number of cores means other processes "

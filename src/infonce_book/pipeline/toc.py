@@ -1,6 +1,8 @@
 """The book's pages and which of them are chapters, read from ``_toc.yml``.
 
-* :func:`toc_files` -- every page of the table of contents, in order (``book/c1_rate``, ...);
+* :func:`toc_files` -- every page of the table of contents, in order (``book/c1_rate``, ...), and
+  :func:`chapter_stems` -- the chapters (the numbered parts), both from
+  :mod:`infonce_book.experiment.toc`, the one place that reads them;
 * :func:`chapters` -- the executable ones (a jupytext notebook: its front matter has a
   ``kernelspec``), ``{stem: path}``;
 * :func:`back_matter` -- the pages of the "Back matter" part (pages, not chapters: no rerun box,
@@ -15,9 +17,10 @@ from pathlib import Path
 import yaml
 
 from ..experiment.paths import project_root
+from ..experiment.toc import chapter_stems, toc_files
 from .citation import BACK_MATTER, toc_pages
 
-__all__ = ["UnknownChapter", "back_matter", "chapters", "resolve_chapter", "toc_files"]
+__all__ = ["UnknownChapter", "back_matter", "chapter_stems", "chapters", "resolve_chapter", "toc_files"]
 
 
 class UnknownChapter(ValueError):
@@ -31,33 +34,13 @@ def _front_matter(text: str) -> dict:
     return yaml.safe_load(text[3:end]) or {} if end > 0 else {}
 
 
-def toc_files(root: Path | None = None) -> list[str]:
-    """The files of ``_toc.yml`` in order (paths relative to the root, without extension)."""
-    root = root or project_root()
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    out = [toc["root"]]
-
-    def walk(entries):
-        for e in entries or []:
-            if "file" in e:
-                out.append(e["file"])
-            walk(e.get("sections"))
-            for part in e.get("parts", []) or []:
-                walk(part.get("chapters"))
-
-    walk(toc.get("chapters"))
-    for part in toc.get("parts", []) or []:
-        walk(part.get("chapters"))
-    return out
-
-
 def chapters(root: Path | None = None) -> dict[str, Path]:
     """Executable chapters: toc entries whose ``.md`` is a jupytext notebook (has a kernelspec)."""
     root = root or project_root()
     out = {}
     for f in toc_files(root):
         p = root / f"{f}.md"
-        if p.is_file() and "kernelspec" in _front_matter(p.read_text()):
+        if p.is_file() and "kernelspec" in _front_matter(p.read_text(encoding="utf-8")):
             out[p.stem] = p
     return out
 
