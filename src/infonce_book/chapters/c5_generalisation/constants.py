@@ -11,13 +11,15 @@ import numpy as np
 from ...theory.bounds import (
     embedding_lipschitz_constant,
     loss_lipschitz_constant,
+    loss_range,
     max_negative_weight,
     rademacher_covering_bound,
     search_bias_bounds,
     search_bias_constant,
+    vector_contraction_bound,
 )
 
-__all__ = ["search_bias_glue", "oracle_values", "vmf_search_constant", "vmf_ratio_moments", "gaussian_ratio_moments", "smallest_n_below",
+__all__ = ["sharp_informative_n", "search_bias_glue", "oracle_values", "vmf_search_constant", "vmf_ratio_moments", "gaussian_ratio_moments", "smallest_n_below",
            "exercise_numbers"]
 
 
@@ -110,3 +112,30 @@ def search_bias_glue(model, tau: float, ks=(4, 16)) -> dict:
         out[f"bk_moments_{k}"] = float(search_bias_bounds(int(k), tau, **moments)["best"])
         out[f"bk_sharp_{k}"] = float(model.sharp_search_bias([int(k)], tau)[0])
     return out
+
+
+def sharp_informative_n(model, k: int, tau: float, *, risk: float, delta: float, radius: float = 0.5,
+                        n_params: int = 9, n_max: int = 10**9) -> int | None:
+    """The smallest n at which the sharp uniform bound of Theorem ``c5-thm-main`` on the vMF class
+    ``NormalisedLinear(dim, radius)`` would fall below the uniform search (0), if the empirical risk
+    minus ``log k`` stayed at ``risk`` (e.g. the measured population value at the largest n of
+    the grid): bisection over n of
+    ``risk + 2 min(covering with Lambda_star, vector contraction) + B_k sqrt(log(1/delta)/2n) + b*_k``.
+    ``None`` when even ``n_max`` does not suffice. A projection, not a measurement."""
+    L = 1.0 / (1.0 - radius)
+    ones = np.ones(1)
+    lam = float(embedding_lipschitz_constant(L * ones, L * ones, L * np.ones((1, k)), tau)[0])
+    b_star = float(model.sharp_search_bias([k], tau)[0])
+
+    def bound(n):
+        r = min(rademacher_covering_bound(lam, radius, n_params, n),
+                vector_contraction_bound(n, k, tau, radius=radius, dim_out=model.dim, post_lipschitz=L))
+        return risk + 2.0 * r + loss_range(k, tau) * math.sqrt(math.log(1.0 / delta) / (2.0 * n)) + b_star
+
+    if bound(n_max) >= 0.0:
+        return None
+    lo, hi = 1, n_max
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if bound(mid) >= 0.0 else (lo, mid)
+    return int(hi)

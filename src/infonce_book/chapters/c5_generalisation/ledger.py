@@ -148,6 +148,7 @@ def _record_headline(ledger, head: pd.DataFrame, n: int, k: int, tau: float, ora
            "head_sharp": sharp.mean, "head_sharp_low": sharp.ci_low, "head_sharp_high": sharp.ci_high,
            "head_seeds": seeds, "head_trivial": 2.0 / tau, "head_old": float(head.old_bound.mean()),
            "head_uniform_risk": float(head.uniform_risk.mean()),
+           "head_risk": float(head.test_risk.mean()) - math.log(k),
            "head_complexity_ratio": float(head.old_complexity.mean() / head.sharp_complexity.mean())}
     for col, rid in (("bern_bound", "bernstein"), ("det_bound", "derandomised"), ("ho_bound", "hold-out")):
         if col not in head or not head[col].notna().all():
