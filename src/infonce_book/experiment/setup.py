@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import platform
 import random
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -30,6 +30,17 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+class ChapterSetup:
+    """Base of the chapters' frozen configuration dataclasses (``DigitsSetup``, ...): the fixed
+    choices a page constructs in its visible configuration cell and passes to its runners.
+    :attr:`params` is what the result cache hashes."""
+
+    @property
+    def params(self) -> dict:
+        """The fields as a dict (the cache key of the runners)."""
+        return asdict(self)
 
 
 @dataclass

@@ -247,6 +247,18 @@ def exact_centred_risk(model, ks, tau, variant: str = "standard") -> np.ndarray:
     return model.limit_risk(tau) + exact_bias(model, ks, tau, variant)
 
 
+def log_laplace_discrete(t: np.ndarray, m: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``log E_p e^{-t m}`` for a vector ``t >= 0`` and a discrete law (values ``m >= 0``,
+    probabilities ``p``): the ``log1p`` form (relative accuracy) where ``t max m <= 1/2``, a
+    log-sum-exp beyond (no underflow)."""
+    small = t * m.max() <= 0.5
+    out = np.empty_like(t)
+    out[small] = np.log1p(np.expm1(-np.multiply.outer(t[small], m)) @ p)
+    with np.errstate(divide="ignore"):
+        out[~small] = special.logsumexp(np.log(p) - np.multiply.outer(t[~small], m), axis=-1)
+    return out
+
+
 def snis_bias(m, f, p, ks) -> tuple[np.ndarray, float]:
     """Bias of the self-normalised importance-sampling average, exactly, for each k:
 
@@ -281,13 +293,8 @@ def snis_bias(m, f, p, ks) -> tuple[np.ndarray, float]:
     ks_arr = _check_ks(ks)
     mf = float(p @ (m * f))
 
-    def log_lm(t):  # log E e^{-t m}: log1p form (relative accuracy) for small t, logsumexp beyond
-        small = t * m.max() <= 0.5
-        out = np.empty_like(t)
-        out[small] = np.log1p(np.expm1(-np.multiply.outer(t[small], m)) @ p)
-        with np.errstate(divide="ignore"):
-            out[~small] = special.logsumexp(np.log(p) - np.multiply.outer(t[~small], m), axis=-1)
-        return out
+    def log_lm(t):
+        return log_laplace_discrete(t, m, p)
 
     def integrand(w: float) -> np.ndarray:  # v = e^w, dv = v dw
         v = math.exp(w)

@@ -31,9 +31,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import integrate, special
+from scipy import integrate
 
 from ..utils.validation import check_k, check_tau
+from .exact import log_laplace_discrete
 
 __all__ = ["ideal_search_excess", "search_correction", "sharp_search_bias"]
 
@@ -83,19 +84,11 @@ def ideal_search_excess(m, p, ks) -> tuple[np.ndarray, float]:
     m, p = _check_law(m, p)
     ks_arr = np.asarray([check_k(k, meaning="database size") for k in np.atleast_1d(ks)], dtype=np.float64)
 
-    def log_laplace(u):  # log E_p e^{-u m} for a vector u: log1p form for small u, logsumexp beyond
-        out = np.empty_like(u)
-        small = u * m.max() <= 0.5
-        out[small] = np.log1p(np.expm1(-np.multiply.outer(u[small], m)) @ p)
-        with np.errstate(divide="ignore"):
-            out[~small] = special.logsumexp(np.log(p) - np.multiply.outer(u[~small], m), axis=-1)
-        return out
-
     def integrand(z: float) -> np.ndarray:  # t = e^z, dt = t dz
         t = math.exp(z)
         u = t / ks_arr
         with np.errstate(invalid="ignore", divide="ignore"):
-            rest = np.where(ks_arr > 1, (ks_arr - 1) * log_laplace(u), 0.0)  # L^0 = 1 even if L underflows
+            rest = np.where(ks_arr > 1, (ks_arr - 1) * log_laplace_discrete(u, m, p), 0.0)  # L^0 = 1 always
         tilted = np.exp(-np.multiply.outer(u, m) + rest[:, None])  # (K, N)
         return (m * (tilted - math.exp(-t)) * t).ravel()
 

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ...experiment.setup import ChapterContext, setup_chapter
+from ...experiment.setup import ChapterContext, ChapterSetup, setup_chapter
 
 __all__ = ["STEM", "SIZES", "RateSetup", "setup"]
 
@@ -36,7 +36,7 @@ def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> Cha
 
 
 @dataclass(frozen=True)
-class RateSetup:
+class RateSetup(ChapterSetup):
     """The fixed choices of Chapter 1's experiments (the page constructs one next to its models;
     the runners take it, and the result cache hashes it by :attr:`params`).
 
@@ -70,7 +70,3 @@ class RateSetup:
     exercise_tau: float = 1.0
     sign_tau: float = 0.07
 
-    @property
-    def params(self) -> dict:
-        """The fields as a dict (the cache key of the runners)."""
-        return asdict(self)

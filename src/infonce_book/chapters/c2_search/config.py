@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ...experiment.setup import ChapterContext, setup_chapter
+from ...experiment.setup import ChapterContext, ChapterSetup, setup_chapter
 
 __all__ = ["STEM", "SIZES", "SearchSetup", "setup"]
 
@@ -34,7 +34,7 @@ def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> Cha
 
 
 @dataclass(frozen=True)
-class SearchSetup:
+class SearchSetup(ChapterSetup):
     """The fixed choices of Chapter 2's experiments (the page constructs one next to its models;
     the runners take it, and the result cache hashes it by :attr:`params`).
 
@@ -59,7 +59,3 @@ class SearchSetup:
     n_positives: int = 16
     k_large: int = 10**4
 
-    @property
-    def params(self) -> dict:
-        """The fields as a dict (the cache key of the runners)."""
-        return asdict(self)

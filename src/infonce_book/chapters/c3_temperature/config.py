@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ...experiment.setup import ChapterContext, setup_chapter
+from ...experiment.setup import ChapterContext, ChapterSetup, setup_chapter
 
 __all__ = ["STEM", "SIZES", "TemperatureSetup", "setup"]
 
@@ -43,7 +43,7 @@ def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> Cha
 
 
 @dataclass(frozen=True)
-class TemperatureSetup:
+class TemperatureSetup(ChapterSetup):
     """The fixed choices of Chapter 3's experiments (the page constructs one next to its model;
     the runners that depend on them take it, and the result cache hashes it by :attr:`params`).
 
@@ -67,7 +67,3 @@ class TemperatureSetup:
     sharp_betas: tuple = (0.5, 2.0, 5.0, 20.0)
     n_anchors: int = 16
 
-    @property
-    def params(self) -> dict:
-        """The fields as a dict (the cache key of the runners)."""
-        return asdict(self)

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ...experiment.setup import ChapterContext, setup_chapter
+from ...experiment.setup import ChapterContext, ChapterSetup, setup_chapter
 
 __all__ = ["STEM", "SIZES", "ContinuitySetup", "setup"]
 
@@ -48,7 +48,7 @@ def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> Cha
 
 
 @dataclass(frozen=True)
-class ContinuitySetup:
+class ContinuitySetup(ChapterSetup):
     """The fixed choices of Chapter 4's experiments (the page constructs one next to its models;
     the runners take it, and the result cache hashes it by :attr:`params`).
 
@@ -89,7 +89,3 @@ class ContinuitySetup:
     tau_scalings: float = 0.5
     lipschitz_level: float = 0.99
 
-    @property
-    def params(self) -> dict:
-        """The fields as a dict (the cache key of the runners)."""
-        return asdict(self)

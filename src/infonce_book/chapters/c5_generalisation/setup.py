@@ -4,9 +4,9 @@ parameter cell and passes it to :func:`~.runners.grid`; the cache hashes it)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ...experiment.setup import ChapterContext, setup_chapter
+from ...experiment.setup import ChapterContext, ChapterSetup, setup_chapter
 from ...learning.pacbayes import POSTERIOR_RATIOS, PRIOR_SCALES
 from ...utils.validation import check_k, check_scalar
 
@@ -61,7 +61,7 @@ def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> Cha
 
 
 @dataclass(frozen=True)
-class GeneralisationSetup:
+class GeneralisationSetup(ChapterSetup):
     """The fixed choices of Chapter 5's training cells (the page constructs one; every cell of
     :func:`~.runners.train_cell` gets it, and the cache key holds its :attr:`params`).
 
@@ -118,11 +118,6 @@ class GeneralisationSetup:
             for v in values:
                 check_scalar(v, name, gt=0)
             object.__setattr__(self, name, values)
-
-    @property
-    def params(self) -> dict:
-        """The fields as a dict (the cache key of the runners)."""
-        return asdict(self)
 
     def n_test_for(self, k: int) -> int:
         """Test tuples of a cell with k negatives: ``min(n_test, test_elements // (k + 2))``."""

@@ -3,10 +3,10 @@ choices of the digits experiment (:class:`DigitsSetup`, constructed once by the 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from ...datasets import digits
-from ...experiment.setup import ChapterContext, setup_chapter
+from ...experiment.setup import ChapterContext, ChapterSetup, setup_chapter
 
 __all__ = ["STEM", "SIZES", "setup", "DigitsSetup"]
 
@@ -36,7 +36,7 @@ def setup(profile: str = "standard", device: str = "auto", seed: int = 0) -> Cha
 
 
 @dataclass(frozen=True)
-class DigitsSetup:
+class DigitsSetup(ChapterSetup):
     """The fixed choices of the digits experiment (the page constructs one and passes it on).
 
     Attributes:
@@ -67,11 +67,6 @@ class DigitsSetup:
     monitor_aug: int = 2
     margin: float = 0.02
     alpha: float = 0.05
-
-    @property
-    def params(self) -> dict:
-        """The fields as a dict (the cache key of the runners)."""
-        return asdict(self)
 
     @property
     def augment(self) -> dict:
