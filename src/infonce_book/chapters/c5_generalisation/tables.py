@@ -199,7 +199,9 @@ def informative_table(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`informative_n` as displayed: one row per (tau, k), the smallest informative n of each
     bound, "—" where no n of the grid is informative."""
     shown = table.rename(columns={"tau": "τ", "k": "k", "ns": "n on the grid"}).set_index(["τ", "k"])
-    return shown.astype(object).where(shown.notna(), "—")
+    cells = [c for c in shown.columns if c != "n on the grid"]
+    shown[cells] = shown[cells].astype(object).map(lambda v: "—" if v is None or pd.isna(v) else f"{int(v):,}")
+    return shown
 
 
 def search_check_table(check: pd.DataFrame) -> pd.DataFrame:
