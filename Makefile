@@ -14,7 +14,7 @@ TORCH ?= cpu
 TORCH_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: book book-students pdf timings test test-fast smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help
+.PHONY: book book-students pdf timings test test-fast _test-fast-part _test-book-part smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help
 
 help:
 	@echo "make book   - execute every chapter (profile=$(PROFILE)) and build _build/html"
@@ -101,8 +101,18 @@ test-fast: $(VENV)/.installed
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/python -m pytest -m "$(FAST_TESTS)" -n $(TEST_JOBS)
 
-test: test-fast
-	$(BIN)/python -m pytest -m "not ($(FAST_TESTS))"
+# make test: ruff, then the fast tests (one process) and the whole-book tests (one process, one
+# smoke build) side by side, since the book's half leaves a core mostly idle; each one's output is
+# printed when it ends.
+test: $(VENV)/.installed
+	$(BIN)/ruff check src tests benchmarks scripts
+	@$(MAKE) --no-print-directory -j2 --output-sync=target _test-fast-part _test-book-part
+
+_test-fast-part:
+	$(BIN)/python -m pytest -m "$(FAST_TESTS)" -p no:cacheprovider
+
+_test-book-part:
+	$(BIN)/python -m pytest -m "not ($(FAST_TESTS))" -p no:cacheprovider
 
 clean:
 	rm -rf _build
