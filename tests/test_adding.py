@@ -10,30 +10,13 @@ from pathlib import Path
 
 import yaml
 
+from tests.pipeline.support import HEADER, PARAMETERS
+
 ROOT = Path(__file__).resolve().parents[1]
 
-PAGE = '''---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
-# A toy chapter
-
-```{code-cell} ipython3
-:tags: [parameters]
-
-profile = "standard"
-device = "auto"
-seed = 0
-```
-
+# The page: the front matter and parameters cell of tests/pipeline/support.py, then the set-up
+# cell README step 1 describes (the chapter package, its models constructed once, visibly).
+PAGE = HEADER + "\n# A toy chapter\n" + PARAMETERS + """
 ```{code-cell} ipython3
 from infonce_book.chapters import c9_toy as chapter
 from infonce_book.models import ToyModel
@@ -44,7 +27,7 @@ TOY = ToyModel(dim=2)
 
 (c9-sec-toy)=
 ## A section
-'''
+"""
 
 PACKAGE_INIT = '''"""Chapter c9_toy (a throwaway chapter of tests/test_adding.py)."""
 
