@@ -4,7 +4,16 @@ import json
 
 import pytest
 
-from infonce_book.experiment.ledger import FIELDS, Ledger, Rule, format_table, load_records, summary_line
+from infonce_book.experiment.ledger import (
+    FIELDS,
+    Ledger,
+    Rule,
+    decide,
+    format_table,
+    load_records,
+    summary_line,
+    verdict_counts,
+)
 
 
 def test_record_has_every_field_and_the_default_verdict(tmp_path, monkeypatch):
@@ -18,15 +27,20 @@ def test_record_has_every_field_and_the_default_verdict(tmp_path, monkeypatch):
     assert [r["id"] for r in recs] == ["C1-a", "C1-b"]
     assert set(recs[0]) == set(FIELDS)
     assert recs[0]["passed"] is True and recs[1]["passed"] is False
-    assert "FAIL" in format_table(recs) and recs[0]["kind"] == "two-sided" and recs[1]["verdict"] == "FAIL"
-    assert summary_line(recs) == "2 records: 1 passed, 1 failed (C1-b)"
-    assert format_table(recs).endswith("2 records: 1 passed, 1 failed (C1-b)")
+    # numbers with an error band and no standard error: a deterministic value, an exact check
+    assert "failed" in format_table(recs) and recs[0]["kind"] == "exact" and recs[1]["verdict"] == "failed"
+    assert summary_line(recs) == "2 records: 1 passed, 0 inconclusive, 1 failed (C1-b)"
+    assert format_table(recs).endswith("2 records: 1 passed, 0 inconclusive, 1 failed (C1-b)")
 
 
 def test_summary_line_names_at_most_five_failures():
     recs = [{"id": f"r{i}", "passed": i == 0} for i in range(8)]
-    assert summary_line(recs) == "8 records: 1 passed, 7 failed (r1, r2, r3, r4, r5, ...)"
-    assert summary_line([]) == "0 records: 0 passed, 0 failed"
+    assert summary_line(recs) == "8 records: 1 passed, 0 inconclusive, 7 failed (r1, r2, r3, r4, r5, ...)"
+    assert summary_line([]) == "0 records: 0 passed, 0 inconclusive, 0 failed"
+    old = [{"id": "a", "passed": True, "verdict": "pass"}, {"id": "b", "passed": False, "verdict": "FAIL"},
+           {"id": "c", "passed": False, "verdict": "inconclusive"}]
+    assert summary_line(old) == "3 records: 1 passed, 1 inconclusive (c), 1 failed (b)"
+    assert verdict_counts(old) == {"passed": 1, "failed": 1, "inconclusive": 1}
 
 
 def test_record_with_the_same_id_replaces_the_old_one(tmp_path, monkeypatch):
@@ -56,7 +70,9 @@ def test_an_estimate_is_recorded_with_its_interval_standard_error_and_size(tmp_p
     est = Estimate.from_samples([1.0, 2.0, 3.0, 4.0])
     rec = led.record(claim="C0", id="est", quantity="q", predicted=2.0, measured=est, params={})
     assert (rec.measured, rec.ci_low, rec.ci_high) == (est.mean, *est.ci)
-    assert rec.se == est.se and rec.n == 4 and rec.level == 0.95 and rec.passed
+    assert rec.se == est.se and rec.n == 4 and rec.level == 0.95
+    # the 95% interval [1.23, 3.77] contains 2 but is wider than 2 itself: it decides nothing
+    assert rec.verdict == "inconclusive" and not rec.passed and rec.kind == "two-sided"
     with pytest.raises(ValueError, match="ci_low and ci_high"):
         led.record(claim="C0", id="bad", quantity="q", predicted=0.0, measured=1.0, params={})
 
@@ -80,10 +96,54 @@ def test_the_rule_decides_the_verdict(tmp_path, monkeypatch, rule, values, expec
     predicted, measured, lo, hi = values
     rec = Ledger("c0", "smoke", "cpu", 0).record(claim="C0", id="r", quantity="q", predicted=predicted,
                                                   measured=measured, ci_low=lo, ci_high=hi, params={}, rule=rule)
-    assert rec.passed is expected and rec.kind == rule.kind
-    assert rec.verdict == ("pass" if expected else "FAIL") and rec.rule["kind"] == rule.kind
+    kind = "exact" if rule.kind == "two-sided" else rule.kind  # deterministic values (no standard error)
+    assert rec.passed is expected and rec.kind == kind
+    assert rec.verdict == ("passed" if expected else "failed") and rec.rule["kind"] == kind
     saved = json.loads((tmp_path / "c0.json").read_text())[0]
-    assert saved["rule"] == rule.as_dict() and saved["verdict"] == rec.verdict
+    assert saved["rule"]["kind"] == kind and saved["verdict"] == rec.verdict
+    if rule.kind != "two-sided":
+        assert saved["rule"] == rule.as_dict()
+
+
+@pytest.mark.parametrize("rule, values, expected", [
+    # (predicted, measured, ci_low, ci_high) of a sampled measurement; worked out by hand from the
+    # rules of decide(): the C7-aic-n256-k4 (predicted 5, interval -38.5 to 53.1) decides nothing.
+    (Rule.two_sided(), (5.0, 7.3, -38.5, 53.1), "inconclusive"),
+    (Rule.two_sided(), (5.0, 4.0, 1.65, 6.35), "passed"),  # width 4.7 <= |5|
+    (Rule.two_sided(), (5.0, 40.0, 30.0, 50.0), "failed"),  # excludes 5: a failure however wide
+    (Rule.two_sided(), (0.0, 0.1, -2.09, 0.33), "inconclusive"),  # contains 0: absence of evidence
+    (Rule.two_sided(resolution=3.0), (0.0, 0.1, -2.09, 0.33), "passed"),  # width 2.42 <= declared 3
+    (Rule.two_sided(resolution=1.0), (0.0, 0.1, -2.09, 0.33), "inconclusive"),
+    (Rule.one_sided("ci_high", ">="), (0.0, 0.04, 0.03, 0.05), "passed"),  # whole interval above 0
+    (Rule.one_sided("ci_high", ">="), (0.0, -0.001, -0.006, 0.003), "inconclusive"),  # straddles 0
+    (Rule.one_sided("ci_high", ">=", resolution=0.01), (0.0, -0.001, -0.006, 0.003), "passed"),
+    (Rule.one_sided("ci_high", ">="), (0.0, -0.01, -0.02, -0.005), "failed"),
+    (Rule.one_sided("ci_high", "<"), (0.0, -0.5, -0.9, -0.1), "passed"),  # the strict end decides
+    (Rule.one_sided("ci_high", "<"), (0.0, -0.5, -0.9, 0.1), "failed"),
+    (Rule.bound("ci_low", "<=", tol=0.1), (1.0, 1.05, 0.9, 1.2), "passed"),  # straddles, width 0.3 <= 1
+    (Rule.bound("ci_low", "<=", tol=0.1), (1.0, 1.05, 0.9, 3.2), "inconclusive"),
+    (Rule.equivalence(0.5), (0.0, 0.1, -0.3, 0.4), "passed"),
+    (Rule.equivalence(0.5), (0.0, 0.1, -0.6, 0.4), "failed"),
+])
+def test_a_sampled_interval_too_wide_to_decide_is_inconclusive(tmp_path, monkeypatch, rule, values, expected):
+    from infonce_book.theory.stats import Estimate
+
+    predicted, measured, lo, hi = values
+    assert decide(rule, predicted, measured, lo, hi, sampled=True) == expected
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    rec = Ledger("c0", "smoke", "cpu", 0).record(claim="C0", id="r", quantity="q", predicted=predicted, params={},
+                                                  measured=Estimate.interval(measured, lo, hi, n=10), rule=rule)
+    assert rec.verdict == expected and rec.passed is (expected == "passed") and rec.kind == rule.kind
+
+
+def test_a_deterministic_value_is_an_exact_check_and_never_inconclusive():
+    # the same wide band, but no sampling error: the verdict rests on the band alone
+    assert decide(Rule.exact(), 0.0, 0.0, -1e-10, 1e-10, sampled=False) == "passed"
+    assert decide(Rule.two_sided(), 5.0, 7.3, -38.5, 53.1, sampled=False) == "passed"
+    assert decide(Rule.bound("measured", ">="), 0.0, 3.9, 3.9, 3.9, sampled=False) == "passed"
+    assert decide(Rule.bound("measured", ">="), 0.0, -0.1, -0.1, -0.1, sampled=False) == "failed"
+    with pytest.raises(ValueError, match="resolution"):
+        Rule.two_sided(resolution=0.0)
 
 
 def test_a_rule_refuses_what_it_cannot_test(tmp_path, monkeypatch):

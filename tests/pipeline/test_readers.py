@@ -78,7 +78,8 @@ def project(tmp_path):
     (build / "notebooks" / "ok.run.json").write_text(json.dumps(
         {"key": "x", "profile": "smoke", "device": "cpu", "seed": 0, "seconds": 12.3, "finished": "2026-11-29T10:00:00"}))
     (build / "timings.json").write_text(json.dumps({"smoke": {"ok": 12.3}, "full": {"ok": 300.0}}))
-    (build / "ledger" / "ok.json").write_text(json.dumps([_record("ok-pass", True), _record("ok-fail", False)]))
+    (build / "ledger" / "ok.json").write_text(json.dumps([_record("ok-pass", True), _record("ok-fail", False),
+                                                         {**_record("ok-wide", False), "verdict": "inconclusive"}]))
     (build / "ledger" / "gone.json").write_text(json.dumps([_record("gone-1", True, chapter="gone")]))
     return tmp_path
 
@@ -137,8 +138,10 @@ def test_the_back_matter_is_generated_for_the_chapters_of_the_toc(project):
     assert "<!-- infonce-book:" not in cite + appendix
     assert "@incollection{infoncebook2026-ok," in cite and "title     = {A new chapter}" in cite
     assert "@misc{whiteley2026similarity," in cite
-    assert "**2 claims recorded: 1 passed, 1 failed.**" in appendix
-    assert "| **FAIL** |" in appendix and "| pass |" in appendix and "* `ok-fail` (ok)" in appendix
+    assert "**3 claims recorded: 1 passed, 1 inconclusive, 1 failed.**" in appendix
+    assert "| **failed** |" in appendix and "| passed |" in appendix and "* `ok-fail` (ok)" in appendix
+    assert "| **inconclusive** |" in appendix and "**Inconclusive claims**" in appendix
+    assert "* **inconclusive**: the rule holds only because the interval is too wide" in appendix
     assert appendix.index("`ok-pass`") < appendix.index("`ok-fail`")
     assert "gone-1" not in appendix  # a chapter no longer in the toc
     for name in PACKAGES:
@@ -257,8 +260,10 @@ def test_rendered_pages_carry_version_rerun_box_downloads_launch_buttons_and_bac
     assert holders == []
     appendix = (html / "book" / "appendix_reproducibility.html").read_text()
     records = [r for p in sorted((smoke_book.build / "ledger").glob("*.json")) for r in json.loads(p.read_text())]
-    n_pass = sum(r["passed"] for r in records)
-    assert f"{len(records)} claims recorded: {n_pass} passed, {len(records) - n_pass} failed." in appendix
+    counts = {v: sum((r["verdict"] == v) for r in records) for v in ("passed", "inconclusive", "failed")}
+    assert sum(counts.values()) == len(records)
+    assert (f"{len(records)} claims recorded: {counts['passed']} passed, {counts['inconclusive']} inconclusive, "
+            f"{counts['failed']} failed.") in appendix
     for r in records:
         assert r["id"] in appendix
     timings = json.loads((smoke_book.build / "timings.json").read_text())["smoke"]

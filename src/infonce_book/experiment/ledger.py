@@ -21,8 +21,30 @@ The verdict is decided here, in one place, from a structured :class:`Rule` that 
   margin declared before the run (two one-sided tests when the interval is at level
   ``1 - 2 alpha``).
 
-Each record carries ``kind``, the ``rule`` (its parameters, as a dictionary), ``passed`` and a
-``verdict`` string (``pass`` or ``FAIL``).
+* ``exact``: a two-sided rule on a deterministic value (no standard error and no sample size:
+  quadrature, enumeration, a closed form): the interval is the numerical error band of the
+  computed value, and the check is that the predicted value lies inside it. :meth:`Ledger.record`
+  records a two-sided rule on such a value with this kind.
+
+The **verdict** is one of :data:`VERDICTS`, decided by :func:`decide` from rules fixed in
+advance (before any run), never from the values seen:
+
+* ``failed``: the rule's comparison fails (the interval excludes the prediction, lies on the
+  wrong side of it, or reaches outside the equivalence margin);
+* ``inconclusive``: the comparison holds but the interval is too wide to decide. For a
+  *sampled* measurement (one with a standard error) under ``two-sided``: the interval's width
+  exceeds the rule's ``resolution`` (declared in the rule; by default ``|predicted|``, so an
+  interval that cannot tell the prediction from zero decides nothing, and a prediction of 0
+  needs a declared resolution or an equivalence test). Under ``one-sided`` or ``bound``: the
+  rule compares the *lenient* end of the interval (the end that need not clear the threshold,
+  e.g. ``ci_high >= 0`` for "at least 0") or the measured value, the other end lies on the
+  other side (the interval straddles the threshold), and the width exceeds the resolution.
+  ``exact`` and ``equivalence`` records are never inconclusive (the first has no sampling
+  error; the second passes only when the whole interval is inside the margin);
+* ``passed``: otherwise.
+
+Each record carries ``kind``, the ``rule`` (its parameters, as a dictionary), ``passed`` (true
+exactly when the verdict is ``passed``) and the ``verdict``.
 
 A chapter run writes its records to ``<ledger_dir>/<chapter>.json`` (atomically, one file per
 chapter); ``infonce-book ledger`` prints the records of the last build.
@@ -50,7 +72,20 @@ KINDS = {
     "one-sided": "one end of the interval (or the measured value itself) lies on the stated side of the predicted value",
     "bound": "the predicted value is a bound, and the measured value (or one end of its interval) lies on its side of it",
     "equivalence": "the interval lies within a margin, declared before the run, of the predicted value",
+    "exact": "a deterministic value (no sampling): the predicted value lies within the numerical error band of the computed one",
 }
+
+#: The verdicts, and what each means (the reproducibility appendix shows this table).
+VERDICTS = {
+    "passed": "the rule holds and the interval is narrow enough to decide",
+    "failed": "the rule does not hold: the interval excludes the prediction, lies on the wrong side of it, "
+              "or reaches outside the margin",
+    "inconclusive": "the rule holds only because the interval is too wide to decide: wider than the declared "
+                    "resolution (by default the size of the predicted value), or straddling the threshold of a "
+                    "one-sided test",
+}
+#: Verdict strings of records written before the three verdicts existed.
+_OLD_VERDICTS = {"pass": "passed", "FAIL": "failed"}
 _SIDES = ("measured", "ci_low", "ci_high")
 _OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b}
 
@@ -69,6 +104,9 @@ class Rule:
         tol: added to the predicted value before the comparison (a declared numerical
             tolerance; 0 by default; negative to demand a strict margin).
         margin: for ``equivalence``, the margin (> 0, in the units of the measured value).
+        resolution: for ``two-sided``, ``one-sided`` and ``bound``, the widest interval that still
+            decides (> 0, in the units of the measured value); ``None``: ``|predicted|`` (see
+            :func:`decide`).
         note: what else a reader should know about the interval (e.g. a Bonferroni level).
 
     Examples:
@@ -86,6 +124,7 @@ class Rule:
     tol: float = 0.0
     margin: float | None = None
     note: str = ""
+    resolution: float | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -98,23 +137,32 @@ class Rule:
         if self.kind == "equivalence" and not (self.margin is not None and math.isfinite(self.margin)
                                                and self.margin > 0):
             raise ValueError(f"an equivalence rule needs a finite margin > 0, got margin={self.margin!r}")
+        if self.resolution is not None and not (math.isfinite(self.resolution) and self.resolution > 0):
+            raise ValueError(f"resolution must be a finite number > 0, got resolution={self.resolution!r}")
         if not math.isfinite(self.tol):
             raise ValueError(f"tol must be finite, got tol={self.tol!r}")
 
     @classmethod
-    def two_sided(cls, note: str = "") -> Rule:
-        """Passed when ``ci_low <= predicted <= ci_high``."""
-        return cls("two-sided", note=note)
+    def two_sided(cls, note: str = "", resolution: float | None = None) -> Rule:
+        """Passed when ``ci_low <= predicted <= ci_high`` (and the interval decides, :func:`decide`)."""
+        return cls("two-sided", note=note, resolution=resolution)
 
     @classmethod
-    def one_sided(cls, side: str, op: str, tol: float = 0.0, note: str = "") -> Rule:
+    def exact(cls, note: str = "") -> Rule:
+        """Passed when the predicted value lies in the error band of a deterministic value."""
+        return cls("exact", note=note)
+
+    @classmethod
+    def one_sided(cls, side: str, op: str, tol: float = 0.0, note: str = "",
+                  resolution: float | None = None) -> Rule:
         """Passed when ``<side> <op> predicted + tol`` (``side``: measured, ci_low or ci_high)."""
-        return cls("one-sided", side=side, op=op, tol=float(tol), note=note)
+        return cls("one-sided", side=side, op=op, tol=float(tol), note=note, resolution=resolution)
 
     @classmethod
-    def bound(cls, side: str, op: str, tol: float = 0.0, note: str = "") -> Rule:
+    def bound(cls, side: str, op: str, tol: float = 0.0, note: str = "",
+              resolution: float | None = None) -> Rule:
         """Like :meth:`one_sided`, for a prediction that is a bound on the measured quantity."""
-        return cls("bound", side=side, op=op, tol=float(tol), note=note)
+        return cls("bound", side=side, op=op, tol=float(tol), note=note, resolution=resolution)
 
     @classmethod
     def equivalence(cls, margin: float, note: str = "") -> Rule:
@@ -122,8 +170,9 @@ class Rule:
         return cls("equivalence", margin=float(margin), note=note)
 
     def passed(self, predicted: float, measured: float, ci_low: float, ci_high: float) -> bool:
-        """The verdict for a record's values."""
-        if self.kind == "two-sided":
+        """Whether the rule's comparison holds for a record's values (see :func:`decide` for the
+        verdict, which also asks whether the interval is narrow enough to decide)."""
+        if self.kind in ("two-sided", "exact"):
             return ci_low <= predicted <= ci_high
         if self.kind == "equivalence":
             return predicted - self.margin < ci_low and ci_high < predicted + self.margin
@@ -134,6 +183,8 @@ class Rule:
         """The rule in words (the ledger's tables show it)."""
         if self.kind == "two-sided":
             text = "passed when ci_low <= predicted <= ci_high"
+        elif self.kind == "exact":
+            text = "passed when predicted lies in the error band [ci_low, ci_high] of the computed value"
         elif self.kind == "equivalence":
             text = f"passed when the interval lies inside predicted -+ {self.margin:g}"
         else:
@@ -144,7 +195,7 @@ class Rule:
     def as_dict(self) -> dict:
         """The rule's parameters (plain JSON), with its description."""
         out = {"kind": self.kind, "description": self.describe()}
-        for name in ("side", "op", "margin"):
+        for name in ("side", "op", "margin", "resolution"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.tol:
@@ -152,6 +203,46 @@ class Rule:
         if self.note:
             out["note"] = self.note
         return out
+
+
+def _straddles(rule: Rule, predicted: float, ci_low: float, ci_high: float) -> bool:
+    """Whether a one-sided/bound rule compares its lenient end (or the measured value) and the
+    interval reaches across the threshold ``predicted + tol``."""
+    threshold = predicted + rule.tol
+    strict = "ci_low" if rule.op in (">=", ">") else "ci_high"
+    if rule.side == strict:
+        return False
+    far = ci_low if strict == "ci_low" else ci_high
+    return not _OPS[rule.op](far, threshold)
+
+
+def decide(rule: Rule, predicted: float, measured: float, ci_low: float, ci_high: float, *,
+           sampled: bool) -> str:
+    """The verdict of a record: ``passed``, ``failed`` or ``inconclusive`` (module docstring).
+
+    Args:
+        rule: the record's :class:`Rule`.
+        predicted, measured, ci_low, ci_high: the record's values.
+        sampled: whether the measured value has sampling error (a standard error > 0 or a
+            sample size); a deterministic value is never inconclusive.
+
+    Examples:
+        >>> decide(Rule.two_sided(), 5.0, 6.1, -38.5, 53.1, sampled=True)
+        'inconclusive'
+        >>> decide(Rule.two_sided(), 5.0, 4.0, 1.65, 6.35, sampled=True)
+        'passed'
+        >>> decide(Rule.one_sided("ci_high", ">="), 0.0, -0.002, -0.006, 0.003, sampled=True)
+        'inconclusive'
+    """
+    if not rule.passed(predicted, measured, ci_low, ci_high):
+        return "failed"
+    if not sampled or rule.kind in ("exact", "equivalence"):
+        return "passed"
+    resolution = abs(predicted) if rule.resolution is None else rule.resolution
+    too_wide = ci_high - ci_low > resolution
+    if rule.kind == "two-sided":
+        return "inconclusive" if too_wide else "passed"
+    return "inconclusive" if too_wide and _straddles(rule, predicted, ci_low, ci_high) else "passed"
 
 
 @dataclass
@@ -199,13 +290,17 @@ class Ledger:
         return ledger_dir() / f"{self.chapter}.json"
 
     def record(self, *, claim: str, id: str, quantity: str, predicted, measured, params: dict,
-               ci_low=None, ci_high=None, rule: Rule | None = None) -> Record:
+               ci_low=None, ci_high=None, rule: Rule | None = None, sampled: bool | None = None) -> Record:
         """Add (or replace, by ``id``) a record and write the chapter's ledger file.
 
         ``measured`` is an :class:`~infonce_book.theory.stats.Estimate` (its interval is the
         record's unless ``ci_low``/``ci_high`` are given), or a number with ``ci_low`` and
         ``ci_high`` (a deterministic value with its error bounds). ``rule`` (a :class:`Rule`;
-        default :meth:`Rule.two_sided`) decides ``passed``.
+        default :meth:`Rule.two_sided`) decides the verdict (:func:`decide`); a two-sided rule on a
+        deterministic value is recorded as :meth:`Rule.exact`. ``sampled`` says whether the
+        measured value has sampling error; ``None`` (the default): it has when it is an
+        Estimate with a standard error > 0 or a sample size, not when it is a number (give
+        ``sampled=True`` for a number whose interval is a sampling interval, e.g. a fit's).
 
         Raises:
             ValueError: a value that is not finite, ``ci_low > ci_high``, no interval.
@@ -228,14 +323,18 @@ class Ledger:
         ci_low, ci_high = _finite_float(ci_low, "ci_low"), _finite_float(ci_high, "ci_high")
         if ci_low > ci_high:
             raise ValueError(f"ci_low={ci_low} > ci_high={ci_high} for record {id!r}")
-        passed = rule.passed(predicted, measured, ci_low, ci_high)
+        if sampled is None:
+            sampled = bool(se) or n is not None
+        if rule.kind == "two-sided" and not sampled:
+            rule = Rule.exact(note=rule.note)
+        outcome = decide(rule, predicted, measured, ci_low, ci_high, sampled=sampled)
         params = json.loads(json.dumps(params, default=float))  # plain JSON types only
         rec = Record(claim=claim, id=id, chapter=self.chapter, params=params, quantity=quantity,
                      predicted=predicted, measured=measured, ci_low=ci_low, ci_high=ci_high,
-                     passed=bool(passed), profile=self.profile, device=self.device, seed=int(self.seed),
+                     passed=outcome == "passed", profile=self.profile, device=self.device, seed=int(self.seed),
                      se=None if se is None else float(se), n=None if n is None else int(n),
                      level=None if level is None else float(level), kind=rule.kind, rule=rule.as_dict(),
-                     verdict="pass" if passed else "FAIL")
+                     verdict=outcome)
         self.records = [r for r in self.records if r.id != id] + [rec]
         self.save()
         return rec
@@ -258,17 +357,32 @@ def load_records(directory: Path | None = None) -> list[dict]:
 
 
 def verdict(record: dict) -> str:
-    """The record's verdict string (``pass`` or ``FAIL``), as recorded."""
-    return record.get("verdict") or ("pass" if record["passed"] else "FAIL")
+    """The record's verdict (one of :data:`VERDICTS`), as recorded (records written before the
+    three verdicts existed: ``pass`` -> ``passed``, ``FAIL`` -> ``failed``)."""
+    v = record.get("verdict") or ("passed" if record["passed"] else "failed")
+    return _OLD_VERDICTS.get(v, v)
+
+
+def verdict_counts(records) -> dict:
+    """``{"passed": P, "failed": F, "inconclusive": I}`` over ``records`` (dicts or :class:`Record`)."""
+    out = dict.fromkeys(VERDICTS, 0)
+    for r in records:
+        out[verdict(r if isinstance(r, dict) else asdict(r))] += 1
+    return out
+
+
+def _named(ids: list[str]) -> str:
+    return " (" + ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "") + ")" if ids else ""
 
 
 def summary_line(records: list[dict]) -> str:
-    """``"N records: P passed, F failed"``, and the ids of the failed ones (at most five named)."""
-    failed = [r["id"] for r in records if not r["passed"]]
-    line = f"{len(records)} records: {len(records) - len(failed)} passed, {len(failed)} failed"
-    if failed:
-        line += " (" + ", ".join(failed[:5]) + (", ..." if len(failed) > 5 else "") + ")"
-    return line
+    """``"N records: P passed, I inconclusive, F failed"``, and the ids of the failed and the
+    inconclusive ones (at most five of each named)."""
+    failed = [r["id"] for r in records if verdict(r) == "failed"]
+    unsure = [r["id"] for r in records if verdict(r) == "inconclusive"]
+    n_pass = len(records) - len(failed) - len(unsure)
+    return (f"{len(records)} records: {n_pass} passed, {len(unsure)} inconclusive{_named(unsure)}, "
+            f"{len(failed)} failed{_named(failed)}")
 
 
 def format_table(records: list[dict]) -> str:

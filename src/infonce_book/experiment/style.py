@@ -4,7 +4,10 @@ Each chapter draws its own figures (``chapters/<stem>.py``, functions named ``fi
 labelled axes and units ("nats"); this module sets the common style and puts results into the
 page:
 
-* :func:`glue_figure` glues a figure for a ``{glue:figure}`` directive. Under the book's pipeline
+* :func:`glue_figure` glues a figure for a ``{glue:figure}`` directive, at 220 dpi (PNG at twice
+  the figure's 110 dpi, shown at its size), after :func:`readable_ticks` and after checking that
+  its labels are mathematics and words, not code names
+  (:func:`~infonce_book.experiment.figure_labels.check_figure`). Under the book's pipeline
   (``infonce-book run``/``build``) the figure appears once, where the page places it; in an
   interactive kernel (Jupyter, or papermill run by hand) it is also shown below the cell, so a
   student running a chapter sees its plots.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import os
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -27,9 +31,13 @@ from IPython import get_ipython
 from IPython.display import Math, display
 from myst_nb import glue
 
+from .figure_labels import check_figure
 from .paths import PIPELINE_ENV
 
+#: The book's one palette: seaborn's colour-blind-safe "colorblind" (ten colours, after Okabe and Ito).
 PALETTE = "colorblind"
+#: Markers that tell lines apart without colour, in the order of :data:`PALETTE`.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 
 
 def use_book_style() -> None:
@@ -38,8 +46,38 @@ def use_book_style() -> None:
     descriptions of what each record measures)."""
     pd.set_option("display.max_colwidth", None)
     sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE)
-    plt.rcParams.update({"figure.figsize": (6.4, 4.0), "figure.dpi": 110, "savefig.bbox": "tight",
-                         "axes.titlesize": "medium"})
+    plt.rcParams.update({"figure.figsize": (6.4, 4.0), "figure.dpi": 110, "savefig.dpi": 220,
+                         "savefig.bbox": "tight", "axes.titlesize": "medium", "legend.framealpha": 0.9})
+
+
+def palette(n: int) -> list:
+    """``n`` colours of the book's colour-blind-safe palette (``n`` <= 10)."""
+    if not 1 <= n <= 10:
+        raise ValueError(f"palette: n must be between 1 and 10, got n={n!r}")
+    return sns.color_palette(PALETTE, n)
+
+
+def _plain_number(x, _pos=None) -> str:
+    return f"{x:g}".replace("-", "\u2212")
+
+
+def _minor_number(x, _pos=None) -> str:
+    """A log axis's minor tick: labelled at 2 and 5 times a power of ten only."""
+    if x <= 0:
+        return ""
+    mantissa = x / 10 ** np.floor(np.log10(x))
+    return _plain_number(x) if round(mantissa) in (2, 5) and abs(mantissa - round(mantissa)) < 1e-6 else ""
+
+
+def readable_ticks(fig) -> None:
+    """Label log axes that span less than two decades, and every symlog axis, with plain numbers
+    (``2``, ``5``, ``10``; ``−1``, ``0``, ``1``) instead of matplotlib's ``6×10⁰`` and ``−10⁰``."""
+    for ax in fig.axes:
+        for axis, scale, lims in ((ax.xaxis, ax.get_xscale(), ax.get_xlim()), (ax.yaxis, ax.get_yscale(), ax.get_ylim())):
+            if scale == "symlog" or (scale == "log" and min(lims) > 0 and max(lims) / min(lims) < 100):
+                axis.set_major_formatter(mticker.FuncFormatter(_plain_number))
+                axis.set_minor_formatter(mticker.FuncFormatter(_minor_number) if scale == "log"
+                                         else mticker.NullFormatter())
 
 
 def under_pipeline() -> bool:
@@ -56,11 +94,13 @@ def glue_figure(name: str, fig) -> None:
     its plots. Closing the figure keeps the inline backend from showing it again at the end of
     the cell.
     """
+    readable_ticks(fig)
+    check_figure(fig, name)
     ip = get_ipython()
-    if ip is not None:  # make sure the kernel renders figures as PNG (inline backend)
+    if ip is not None:  # the kernel renders figures as PNG at twice the dpi, shown at their size
         from matplotlib_inline.backend_inline import set_matplotlib_formats  # optional: kernels only
 
-        set_matplotlib_formats("png")
+        set_matplotlib_formats("retina")
         if not under_pipeline():
             display(fig, metadata={"infonce_book": {"figure": name, "titles": figure_titles(fig)}})
     glue(name, fig, display=False)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..experiment.ledger import KINDS, load_records, verdict
+from ..experiment.ledger import KINDS, VERDICTS, load_records, verdict, verdict_counts
 from ..experiment.profiles import PROFILES
 from ..utils.device import describe, resolve_device
 from .timings import RECORDED_PROFILES, TIMES_FILE, fmt_seconds, seconds_of
@@ -136,8 +136,9 @@ def _num(x: float) -> str:
 
 
 def _counts(records: list[dict]) -> str:
-    n_fail = sum(not r["passed"] for r in records)
-    return f"{len(records)} claims recorded: {len(records) - n_fail} passed, {n_fail} failed."
+    c = verdict_counts(records)
+    return (f"{len(records)} claims recorded: {c['passed']} passed, {c['inconclusive']} inconclusive, "
+            f"{c['failed']} failed.")
 
 
 def ledger_markdown(records: list[dict]) -> str:
@@ -157,7 +158,7 @@ def ledger_markdown(records: list[dict]) -> str:
                   "|---|---|---|---|---|---|---|" + ("---|" if per_record_run else "")]
         for r in rows:
             v = verdict(r)
-            shown = f"**{v}**" if not r["passed"] else v
+            shown = f"**{v}**" if v != "passed" else v
             run = f" {r['profile']}/{r['device']}/{r['seed']} |" if per_record_run else ""
             lines.append(f"| `{_cell(r['id'])}` | {_cell(r['quantity'])} | {_num(r['predicted'])} "
                          f"| {_num(r['measured'])} | [{_num(r['ci_low'])}, {_num(r['ci_high'])}] "
@@ -165,14 +166,23 @@ def ledger_markdown(records: list[dict]) -> str:
         lines.append("")
     kinds = [kind for kind in KINDS if any(r.get("kind", "two-sided") == kind for r in records)]
     lines += ["The *test* column says how each verdict was decided:", ""]
-    lines += [f"* **{kind}**: passed when {KINDS[kind]}." for kind in kinds] + [""]
-    n_fail = sum(not r["passed"] for r in records)
-    if n_fail:
-        lines += ["**Failed claims** (shown, not tuned away; each chapter discusses its own):", ""]
-        lines += [f"* `{_cell(r['id'])}` ({_cell(r['chapter'])}): predicted {_num(r['predicted'])}, measured "
-                  f"{_num(r['measured'])}, interval [{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
-                  for r in records if not r["passed"]]
-        lines.append("")
+    lines += [f"* **{kind}**: the rule holds when {KINDS[kind]}." for kind in kinds] + [""]
+    lines += ["The *verdict* column is decided by rules fixed before any run, the same for every record:", ""]
+    lines += [f"* **{name}**: {meaning}." for name, meaning in VERDICTS.items()] + [""]
+    lines += ["A deterministic value (quadrature, enumeration, a closed form) has no sampling error: its "
+              "interval is the numerical error band, and its verdict is passed or failed, never "
+              "inconclusive; an equivalence test passes only when its whole interval lies inside the "
+              "margin, so it is never inconclusive either.", ""]
+    for name, title in (("failed", "**Failed claims** (shown, not tuned away; each chapter discusses its own):"),
+                        ("inconclusive", "**Inconclusive claims** (the interval is too wide to decide; "
+                                         "a larger run narrows it):")):
+        rows = [r for r in records if verdict(r) == name]
+        if rows:
+            lines += [title, ""]
+            lines += [f"* `{_cell(r['id'])}` ({_cell(r['chapter'])}): predicted {_num(r['predicted'])}, measured "
+                      f"{_num(r['measured'])}, interval [{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
+                      for r in rows]
+            lines.append("")
     return "\n".join(lines)
 
 

@@ -82,7 +82,7 @@ def ledger_monte_carlo(ledger, setup: RateSetup, model, mc: pd.DataFrame) -> dic
     kk = sel["k"].to_numpy(dtype=float)
     predicted = fit_loglog_slope(kk, c1 / kk + c2 / kk**2, sel["cv_se"]).mean
     ledger.record(claim="C1", id="C1-slope", quantity="loglog_slope", predicted=predicted, measured=fit.mean,
-                  ci_low=fit.ci_low, ci_high=fit.ci_high,
+                  ci_low=fit.ci_low, ci_high=fit.ci_high, sampled=True,
                   params={**model.params, "tau": tau, "ks": [int(k) for k in sel["k"]],
                           "prediction": "weighted fit to c1/k + c2/k^2"})
     return {"coverage": hits / n_k, "n_k": n_k, "slope": fit.mean, "slope_low": fit.ci_low,

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ...experiment.ledger import Rule
+from ...experiment.tables import verdict_sentence
 from ...theory.stats import Estimate, equivalence_test, fit_loglog_slope, linear_slope
 from . import prose
 from .roles import by_tau_role, k_roles, tau_roles
@@ -126,7 +127,7 @@ def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1, *, traini
     ledger.record(claim="C1", id=f"C1-digits-kbias-tau{tau:g}", quantity="k_bias_learned", predicted=c1,
                   measured=float(last.kbias), ci_low=float(c1 + last.diff_low - trunc),
                   ci_high=float(c1 + last.diff_high + trunc),
-                  params={**base, "c2": c2, "truncation": trunc, "estimator": str(last.estimator)},
+                  sampled=True, params={**base, "c2": c2, "truncation": trunc, "estimator": str(last.estimator)},
                   rule=Rule.two_sided(note="c1 inside c1 + paired bootstrap interval of (k bias - c1) -+ |c2|/k"))
     out = {"slope": float("nan"), "slope_low": float("nan"), "slope_high": float("nan"),
            "slope_k_min": float("nan")}
@@ -149,7 +150,7 @@ def ledger_rate(ledger, rate: pd.DataFrame, second_order: float = 0.1, *, traini
                   predicted=float(last.u1), measured=float(last.pos_k),
                   ci_low=float(last.u1 + last.pos_diff_low - trunc_pos),
                   ci_high=float(last.u1 + last.pos_diff_high + trunc_pos),
-                  params={**base, "truncation": trunc_pos},
+                  sampled=True, params={**base, "truncation": trunc_pos},
                   rule=Rule.two_sided(note="E u1 inside E u1 + paired bootstrap interval of (k pos - u1) -+ next term"))
     out.update({"c1": c1, "c1_low": float(last.c1_low), "c1_high": float(last.c1_high), "c2": c2,
                 "kbias": float(last.kbias), "kbias_low": float(c1 + last.diff_low),
@@ -206,8 +207,10 @@ def ledger_kls(ledger, kls: dict, trained: pd.DataFrame | None = None) -> dict:
 
 def ledger_counts(ledger_table: pd.DataFrame) -> dict:
     """How many of the chapter's records passed, in all and per claim (``C1``, ``C2``, ``C3``,
-    ``C7``): ``n_records``, ``n_passed``, ``pass_<claim>`` as "passed of total"."""
-    out = {"n_records": int(len(ledger_table)), "n_passed": int(ledger_table.passed.sum())}
+    ``C7``): ``n_records``, ``n_passed``, ``verdicts`` (passed, inconclusive and failed, in words),
+    ``pass_<claim>`` as "passed of total"."""
+    out = {"n_records": int(len(ledger_table)), "n_passed": int(ledger_table.passed.sum()),
+           "verdicts": verdict_sentence(ledger_table.to_dict("records"))}
     out["failed_note"] = prose.failed_note(out["n_passed"], out["n_records"])
     for claim in ("C1", "C2", "C3", "C7"):
         sub = ledger_table[ledger_table.claim == claim]

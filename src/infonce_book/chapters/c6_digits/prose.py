@@ -80,9 +80,10 @@ def kl_verdict_text(worst: float) -> str:
 
 
 def failed_note(n_passed: int, n_records: int) -> str:
-    """A sentence (with a leading space) pointing at the failed records; ``""`` when all passed."""
+    """A sentence (with a leading space) pointing at the records that did not pass; ``""`` when
+    all passed."""
     return ("" if n_passed == n_records else
-            " The records that failed are shown in the table above, not tuned away.")
+            " The records that failed or were inconclusive are shown in the table above, not tuned away.")
 
 
 def seeds_text(n: float) -> str:

@@ -41,6 +41,12 @@ __all__ = ["Run", "install_wheels", "main_run"]
 SELF = (sys.executable, "-m", "infonce_book.pipeline.gpu_check")
 
 
+def _failed(record: dict) -> bool:
+    """Whether a ledger record failed (``failed``, or ``FAIL`` in records of older builds; an
+    ``inconclusive`` record did not fail)."""
+    return (record.get("verdict") or ("passed" if record["passed"] else "failed")) in ("failed", "FAIL")
+
+
 def install_wheels(wheels: list[Path], site: Path, env: dict, timeout: float, log: Path) -> dict:
     """Install ``wheels`` into a fresh ``site`` folder (no index, no dependencies) within
     ``timeout`` seconds, and give the package (which runs from ``src/``) a ``dist-info`` with its
@@ -265,7 +271,7 @@ class Run:
             ledger.unlink(missing_ok=True)  # no records of a run that did not finish
         records = json.loads(ledger.read_text()) if ledger.is_file() else []
         res.update(chapter=chapter, runner=self.runner, attempt=attempt, records=len(records),
-                   records_failed=sum(not r["passed"] for r in records))
+                   records_failed=sum(_failed(r) for r in records))
         say(f"    {chapter}: {res['status']} in {res['seconds']:.0f} s, {len(records)} ledger records"
             + (f", {res['records_failed']} failed" if res["records_failed"] else ""))
         return res
