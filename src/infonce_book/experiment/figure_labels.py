@@ -84,7 +84,8 @@ def figure_labels(fig) -> list[str]:
 def bad_ticks(fig) -> list[str]:
     """Tick labels that read ``a×10⁰`` or ``±10⁰`` (draws the figure)."""
     fig.canvas.draw()
-    return [t.get_text() for ax in fig.axes for t in (*ax.get_xticklabels(), *ax.get_yticklabels())
+    return [t.get_text() for ax in fig.axes for minor in (False, True)
+            for t in (*ax.get_xticklabels(minor=minor), *ax.get_yticklabels(minor=minor))
             if _TEN_TO_ZERO.search(t.get_text())]
 
 

@@ -53,6 +53,7 @@ def _cell(value, digits: int) -> str:
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    header = [h.replace("|", "\\|") for h in header]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)

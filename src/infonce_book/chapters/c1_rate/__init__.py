@@ -9,6 +9,7 @@ page quotes), :mod:`.ledger` (the claims-ledger records and their verdict rules)
 
 from .config import SIZES, STEM, RateSetup, setup
 from .figures import fig_bias_vs_k, fig_bounds_vs_k, fig_c1_heatmap, fig_in_batch, fig_k_bias_by_variant
+from .headers import HEADERS
 from .ledger import (
     ledger_bounds,
     ledger_exact,
@@ -32,7 +33,8 @@ from .runners import (
     third_order_table,
 )
 
-__all__ = ["SIZES", "STEM", "RateSetup", "bounds_table", "c1_sweep", "exact_curve", "exact_summary",
+__all__ = ["HEADERS",
+           "SIZES", "STEM", "RateSetup", "bounds_table", "c1_sweep", "exact_curve", "exact_summary",
            "exercise_values", "fig_bias_vs_k", "fig_bounds_vs_k", "fig_c1_heatmap", "fig_in_batch",
            "fig_k_bias_by_variant", "in_batch_exact", "in_batch_monte_carlo", "ledger_bounds", "ledger_exact",
            "ledger_in_batch", "ledger_monte_carlo", "ledger_sweep", "ledger_third_order", "monte_carlo",

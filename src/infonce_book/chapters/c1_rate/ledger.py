@@ -43,7 +43,7 @@ def ledger_exact(ledger, setup: RateSetup, model) -> pd.DataFrame:
                                   measured=k * v, ci_low=k * v - half, ci_high=k * v + half,
                                   params={**model.params, "tau": tau, "variant": "standard", "k": int(k)}))
     return pd.DataFrame([r.__dict__ for r in rows])[["id", "quantity", "predicted", "measured", "ci_low",
-                                                      "ci_high", "passed"]]
+                                                      "ci_high", "passed", "kind", "verdict"]]
 
 
 def ledger_monte_carlo(ledger, setup: RateSetup, model, mc: pd.DataFrame) -> dict:

@@ -21,16 +21,16 @@ def fig_search_vs_risk(tables: dict):
         ax.set_xlabel("database size / negatives $k$")
         ax.set_ylabel("nats")
         ax.set_title(name)
-        ax.legend(fontsize="small")
-    fig.tight_layout()
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
 def fig_k_gap(tables: dict):
     """``k (E[H] - L_k)`` against k with the limits ``d1`` (dashed), one line per model."""
     fig, ax = plt.subplots()
-    for name, t in tables.items():
-        line, = ax.plot(t["k"], t["k_gap"], "o-", ms=3, label=name)
+    for (name, t), marker in zip(tables.items(), "osD^v"):
+        line, = ax.plot(t["k"], t["k_gap"], marker + "-", ms=4, label=name)
         ax.axhline(t["d1"].iloc[0], color=line.get_color(), ls="--", lw=1)
     ax.set_xscale("log")
     ax.set_xlabel("database size / negatives $k$")
@@ -53,7 +53,7 @@ def fig_retrieval_accuracy(table):
     ax.set_xscale("log")
     ax.set_xlabel("number of unseen items $k$")
     ax.set_ylabel("retrieval accuracy")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
@@ -72,5 +72,5 @@ def fig_gaussian(table: pd.DataFrame, *, title: str = ""):
     ax.set_ylabel("nats")
     if title:
         ax.set_title(title)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig

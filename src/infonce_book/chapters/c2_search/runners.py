@@ -237,8 +237,9 @@ def constants_table(setup: SearchSetup, model, exact_table: pd.DataFrame) -> pd.
     largest measured ``|k (E H - L_k)|`` of ``exact_table`` (from :func:`exact_curve`)."""
     c = model.search_bias_constants(setup.tau)
     worst = float(exact_table.k_gap.abs().max())
-    rows = [("model moments, no floor (this chapter)", c["model"]), ("uniform C_H, no floor (this chapter)", c["uniform"]),
-            ("model moments, with m_min", c["model_m_min"]), ("uniform, with m_min", c["uniform_m_min"])]
+    rows = [("model moments, no floor (this chapter)", c["model"]),
+            ("uniform $C_H(\\tau)$, no floor (this chapter)", c["uniform"]),
+            (r"model moments, with $m_{\min}$", c["model_m_min"]), (r"uniform, with $m_{\min}$", c["uniform_m_min"])]
     return pd.DataFrame([{"constant": name, "value": v, "max_k |k (E H - L_k)| / constant": worst / v}
                          for name, v in rows])
 

@@ -3,11 +3,13 @@ returns the matplotlib figure."""
 
 from __future__ import annotations
 
+import re
+
 import matplotlib.pyplot as plt
 
 from .runners import gap_summary
 
-__all__ = ["fig_gap_vs_tau", "fig_kl_vs_tau"]
+__all__ = ["embedding_label", "fig_gap_vs_tau", "fig_kl_vs_tau"]
 
 
 def fig_gap_vs_tau(table):
@@ -33,9 +35,9 @@ def fig_kl_vs_tau(table):
     """``E_x KL(Q_tau(x, .) || pi)`` against tau per embedding, with the uniform bound (table
     from :func:`~.runners.kl_sweep`)."""
     fig, ax = plt.subplots()
-    for name, t in table.groupby("embedding", sort=False):
-        eb = ax.errorbar(t["tau"], t["kl"], yerr=[t["kl"] - t["kl_low"], t["kl_high"] - t["kl"]], fmt="o",
-                         ms=4, capsize=2, label=name)
+    for (name, t), marker in zip(table.groupby("embedding", sort=False), "osD^vPX*"):
+        eb = ax.errorbar(t["tau"], t["kl"], yerr=[t["kl"] - t["kl_low"], t["kl_high"] - t["kl"]], fmt=marker,
+                         ms=4, capsize=2, label=embedding_label(name))
         if t["closed_form"].notna().all():
             ax.plot(t["tau"], t["closed_form"], "-", color=eb[0].get_color(), lw=1)
     b = table.drop_duplicates("tau").sort_values("tau")
@@ -45,5 +47,12 @@ def fig_kl_vs_tau(table):
     ax.set_yscale("log")
     ax.set_xlabel(r"temperature $\tau$")
     ax.set_ylabel(r"$\mathrm{KL}(Q_\tau \,\|\, \pi)$ (nats)")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
+
+
+def embedding_label(name: str) -> str:
+    """An embedding's name with its spheres and spaces in mathematics (``"identity on S^15"`` ->
+    ``"identity on $S^{15}$"``; ``"vmf"`` -> ``"vMF"``)."""
+    name = re.sub(r"\b([SR])\^\{?(\w+)\}?", r"$\1^{\2}$", str(name))
+    return re.sub(r"\bvmf\b", "vMF", name.replace("$R^{", r"$\mathbb{R}^{"))

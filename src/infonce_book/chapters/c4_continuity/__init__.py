@@ -12,6 +12,7 @@ classes' sizes among them) next to its models and passes both to the runners. Mo
 
 from .config import SIZES, STEM, ContinuitySetup, setup
 from .figures import fig_continuity_ratios, fig_lipschitz_vs_k, fig_rademacher_sweeps
+from .headers import HEADERS
 from .ledger import ledger_lipschitz, ledger_perturbations, ledger_rademacher, ledger_segments
 from .runners import (
     PERTURBATIONS,
@@ -32,7 +33,8 @@ from .runners import (
     sparse_average_ratio_limit,
 )
 
-__all__ = ["PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "complexity_glue", "complexity_table", "crossover_k",
+__all__ = ["HEADERS",
+           "PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "complexity_glue", "complexity_table", "crossover_k",
            "embedding_segments", "exercise_numbers", "expected_max_norm", "fig_continuity_ratios",
            "fig_lipschitz_vs_k", "fig_rademacher_sweeps", "ledger_lipschitz", "ledger_perturbations",
            "ledger_rademacher", "ledger_segments", "lipschitz_check", "lipschitz_constants", "lipschitz_predictions",

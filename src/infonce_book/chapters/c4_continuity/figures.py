@@ -11,8 +11,16 @@ from ...theory.stats import normal_quantile
 __all__ = ["fig_continuity_ratios", "fig_lipschitz_vs_k", "fig_rademacher_sweeps"]
 
 
-_KIND_STYLE = {"average": ("C0", "o", "average (C4)"), "max": ("C1", "s", "max"), "dv": ("C2", "^", "Donsker-Varadhan"),
-               "embedding": ("C3", "D", "embedding (Lambda_star)")}
+_KIND_STYLE = {"average": ("C0", "o", "average form"), "max": ("C1", "s", "max form"),
+               "dv": ("C2", "^", "Donsker-Varadhan form"), "embedding": ("C3", "D", r"embedding form ($\Lambda_\star$)")}
+
+#: The models and inputs as the page names them.
+_NAMES = {"gaussian": "Gaussian", "vmf": "vMF", "student_t": "Student $t$", "sphere": "sphere"}
+
+
+def _name(code: str) -> str:
+    """A model's or input law's name for a reader (``"student_t"`` -> ``"Student $t$"``)."""
+    return _NAMES.get(str(code), str(code).replace("_", " "))
 
 
 def fig_continuity_ratios(table, tau: float):
@@ -33,13 +41,14 @@ def fig_continuity_ratios(table, tau: float):
                 color, marker, label = _KIND_STYLE[kind]
                 ax.loglog(sub.k, sub[f"ratio_{kind}_mean"], marker=marker, color=color, ms=4, label=label)
             ax.axhline(1.0, color="k", lw=0.8)
-            ax.set_title(f"{model}, {pert}, tau = {tau:g}")
+            ax.set_title(rf"{_name(model)}, {_name(pert)}, $\tau = {tau:g}$")
             if i == len(models) - 1:
                 ax.set_xlabel("negatives $k$")
             if j == 0:
                 ax.set_ylabel("bound / actual change")
-    axes[0, 0].legend(fontsize="small")
-    fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
 
@@ -62,10 +71,11 @@ def fig_lipschitz_vs_k(table, tau: float):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("negatives $k$")
-        ax.set_title(f"{name} inputs, tau = {tau:g}")
+        ax.set_title(rf"{_name(name)} inputs, $\tau = {tau:g}$")
     axes[0, 0].set_ylabel(r"$\mathbb{E}\,\Lambda(z)$ (nats per unit of $\theta$)")
-    axes[0, 0].legend(fontsize="small")
-    fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
     return fig
 
 
@@ -82,10 +92,10 @@ def fig_rademacher_sweeps(table, tau: float, n_fit: tuple | None = None):
         x = sub["dim"] if sweep == "d" else sub[sweep]
         ax.errorbar(x, sub.value, yerr=[sub.value - sub.ci_low, sub.ci_high - sub.value], fmt="o", color="k",
                     ms=4, capsize=3, label=r"$\hat R_n$ (lower estimate)")
-        ax.plot(x, sub.bound_avg, "--", color="C0", label="covering, average form")
-        ax.plot(x, sub.bound_max, ":", color="C1", lw=2, label="covering, max form")
-        ax.plot(x, sub.bound_embedding, "-.", color="C2", label="covering, embedding form")
-        ax.plot(x, sub.bound_vector, "-", color="C4", label="vector contraction")
+        ax.plot(x, sub.bound_avg, "--", marker="o", mfc="none", color="C0", label="covering, average form")
+        ax.plot(x, sub.bound_max, ":", marker="s", mfc="none", color="C1", lw=2, label="covering, max form")
+        ax.plot(x, sub.bound_embedding, "-.", marker="^", mfc="none", color="C2", label="covering, embedding form")
+        ax.plot(x, sub.bound_vector, "-", marker="D", mfc="none", color="C4", label="vector contraction")
         if sweep == "n" and n_fit is not None:
             xs = np.array([x.min(), x.max()], dtype=float)
             slope, intercept = n_fit
@@ -94,8 +104,9 @@ def fig_rademacher_sweeps(table, tau: float, n_fit: tuple | None = None):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
-        ax.set_title(f"against {sweep}, tau = {tau:g}")
+        ax.set_title(rf"against ${sweep}$, $\tau = {tau:g}$")
     axes[0].set_ylabel("nats")
-    axes[0].legend(fontsize="small")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
     return fig

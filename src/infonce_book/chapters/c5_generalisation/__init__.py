@@ -32,6 +32,7 @@ from .constants import (
 )
 from .figures import fig_bounds_vs_n, fig_certificates_vs_k, fig_gap_vs_k, fig_gap_vs_n, fig_theorem1_terms
 from .gap_sweep import gap_k_sweep, ledger_gap_sweep, per_seed_slopes
+from .headers import HEADERS
 from .ledger import ledger_bound, ledger_gap
 from .prose import (
     gap_glue,
@@ -64,7 +65,8 @@ from .tables import (
     slack_table,
 )
 
-__all__ = ["STEM", "SIZES", "GeneralisationSetup", "setup",
+__all__ = ["HEADERS",
+           "STEM", "SIZES", "GeneralisationSetup", "setup",
            "PRIOR_SCALES", "POSTERIOR_RATIOS", "canonical_mean",
            "vmf_search_constant", "vmf_ratio_moments", "gaussian_ratio_moments", "smallest_n_below",
            "exercise_numbers",

@@ -20,6 +20,10 @@ _BOUND_LINES = (("sharp_bound", "sharp uniform bound", "o", "-", "C0"),
                 ("ho_bound", "hold-out (trained on half)", "s", "--", "C5"))
 
 
+#: The models as the page names them.
+_MODEL_NAMES = {"vmf": "vMF", "gaussian": "Gaussian", "student_t": "Student $t$"}
+
+
 def fig_bounds_vs_n(summary, model: str = "vmf"):
     """The bounds and certificates against n with the baselines a reader would use: the uniform
     search (0), the oracle (the identity) and the range cap ``2 beta``; one panel per k (columns)
@@ -78,7 +82,7 @@ def fig_certificates_vs_k(summary, n: int, tau: float, model: str = "vmf"):
     ax1.set_ylabel("slack (nats)")
     ax1.set_ylim(bottom=0)
     ax1.set_title(rf"certificate $-$ measured, $n = {n:,}$, $\tau = {tau:g}$")
-    ax1.legend(fontsize="x-small")
+    fig.legend(*ax1.get_legend_handles_labels(), loc="lower center", ncol=3, fontsize="small", frameon=False)
     ax2.plot(sub.k, sub.var_std, "o-", color="C0", label=r"$\mathrm{Var}(\ell_k - \log k)$")
     ax2.plot(sub.k, sub.var_dec, "s--", color="C3", label=r"$\mathrm{Var}(\ell^{\mathrm{dec}}_k - \log k)$")
     ax2.set_xscale("log", base=2)
@@ -86,7 +90,7 @@ def fig_certificates_vs_k(summary, n: int, tau: float, model: str = "vmf"):
     ax2.set_ylabel(r"nats$^2$")
     ax2.set_title("the spread of the loss")
     ax2.legend(fontsize="small")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig
 
 
@@ -138,18 +142,20 @@ def fig_theorem1_terms(summary, model: str = "vmf", tau: float | None = None):
         for i, term in enumerate(terms):
             vals = cell[term].fillna(0.0).to_numpy()
             base = np.where(vals >= 0, bottom, neg)
-            ax.bar(pos, vals, bottom=base, color=f"C{i}", label=term.replace("sharp_", "").replace("_", " "))
+            ax.bar(pos, vals, bottom=base, color=f"C{i}", hatch=("", "//", "..", "xx")[i],
+                   label=term.replace("sharp_", "").replace("_", " "))
             bottom, neg = np.where(vals >= 0, bottom + vals, bottom), np.where(vals < 0, neg + vals, neg)
         ax.plot(pos, cell.sharp_bound, "D", color="k", mfc="white", ms=6, label="bound (sum of the terms)")
-        ax.plot(pos, cell.search_ce, "ko-", ms=4, label="measured E H - log k")
+        ax.plot(pos, cell.search_ce, "ko-", ms=4, label=r"measured $\mathbb{E}H - \log k$")
         ax.axhline(2.0 / tau, color="0.4", ls="--", lw=1, label=r"range cap $2\beta$")
         ax.axhline(0.0, color="k", lw=1.2, label="uniform search")
         ax.set_xticks(pos, [str(int(v)) for v in cell.n])
         ax.set_xlabel("training tuples $n$")
-        ax.set_title(f"{model}, k = {int(k)}, tau = {tau:g}")
+        ax.set_title(rf"{_MODEL_NAMES.get(model, model)}, $k = {int(k)}$, $\tau = {tau:g}$")
     axes[0, 0].set_ylabel("nats")
-    axes[0, 0].legend(fontsize="x-small")
-    fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig
 
 
@@ -164,21 +170,24 @@ def fig_gap_vs_n(summary, tau_star: float, p_eff: float = 5.0, sphere: str = "vm
     q = normal_quantile(0.95)
     for i, ((tau, k), sub) in enumerate(vmf.groupby(["tau", "k"])):
         sub = sub.sort_values("n")
-        label = f"tau = {tau:g}, k = {k}"
-        ax1.errorbar(sub.n, sub.gap_cv, yerr=q * sub.gap_cv_se, fmt="o-", color=f"C{i}", ms=4, capsize=3, label=label)
-        ax2.errorbar(sub.n, sub.n_gap_cv, yerr=q * sub.n_gap_cv_se, fmt="o-", color=f"C{i}", ms=4, capsize=3,
+        label = rf"$\tau = {tau:g}$, $k = {k}$"
+        marker = "osD^v"[i % 5]
+        ax1.errorbar(sub.n, sub.gap_cv, yerr=q * sub.gap_cv_se, fmt=marker + "-", color=f"C{i}", ms=4, capsize=3,
+                     label=label)
+        ax2.errorbar(sub.n, sub.n_gap_cv, yerr=q * sub.n_gap_cv_se, fmt=marker + "-", color=f"C{i}", ms=4, capsize=3,
                      label=label)
     ns = np.array([vmf.n.min(), vmf.n.max()], dtype=float)
-    ax1.plot(ns, p_eff / ns, "k--", label=f"{p_eff:g}/n (prediction at tau = {tau_star:g})")
+    ax1.plot(ns, p_eff / ns, "k--", label=rf"${p_eff:g}/n$ (prediction at $\tau = {tau_star:g}$)")
     ax1.plot(ns, p_eff / ns[0] * np.sqrt(ns[0] / ns), "k:", label=r"slope $-1/2$ (reference)")
     ax1.set_xscale("log", base=2)
     ax1.set_yscale("log")
     ax1.set_xlabel("training tuples $n$")
-    ax1.set_ylabel("E[gap] (nats)")
-    ax1.legend(fontsize="x-small")
+    ax1.set_ylabel(r"$\mathbb{E}[\mathrm{gap}]$ (nats)")
     ax2.axhline(p_eff, color="k", ls="--")
     ax2.set_xscale("log", base=2)
     ax2.set_xlabel("training tuples $n$")
-    ax2.set_ylabel(r"$n \times$ E[gap]")
-    fig.tight_layout()
+    ax2.set_ylabel(r"$n \times \mathbb{E}[\mathrm{gap}]$")
+    handles, labels = ax1.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
     return fig

@@ -109,14 +109,14 @@ def headline_table(summary: pd.DataFrame, headline: dict, sphere: str = "vmf") -
     r = _cell(summary, headline["n"], headline["k"], headline["tau"], sphere)
     if r is None:
         return pd.DataFrame()
-    rows = [("empirical risk − log k", r.old_empirical_risk, r.sharp_empirical_risk),
-            ("complexity 2Rₙ", r.old_complexity, r.sharp_complexity),
-            ("  of which: covering (Λ_avg, Λ⋆)", r.old_complexity, r.sharp_cover),
-            ("  of which: vector contraction", float("nan"), r.sharp_vector),
-            ("confidence B_k √(log(1/δ)/2n)", r.old_confidence, r.sharp_confidence),
-            ("search bias (C_H/k, b⋆_k)", r.old_search_bias, r.sharp_search_bias),
-            ("bound on 𝔼H − log k", r.old_bound, r.sharp_bound),
-            ("measured 𝔼H − log k", r.search_ce, r.search_ce)]
+    rows = [(r"empirical risk $- \log k$", r.old_empirical_risk, r.sharp_empirical_risk),
+            (r"complexity $2R_n$", r.old_complexity, r.sharp_complexity),
+            (r"of which: covering ($\Lambda_{\mathrm{avg}}$, $\Lambda_\star$)", r.old_complexity, r.sharp_cover),
+            ("of which: vector contraction", float("nan"), r.sharp_vector),
+            (r"confidence $B_k\sqrt{\log(1/\delta)/2n}$", r.old_confidence, r.sharp_confidence),
+            (r"search bias ($C_H/k$, $b^\star_k$)", r.old_search_bias, r.sharp_search_bias),
+            (r"bound on $\mathbb{E}H - \log k$", r.old_bound, r.sharp_bound),
+            (r"measured $\mathbb{E}H - \log k$", r.search_ce, r.search_ce)]
     out = pd.DataFrame(rows, columns=["term (nats)", "old constants", "sharp constants"]).set_index("term (nats)")
     return out.round(3).astype(object).where(out.notna(), "–")
 
@@ -155,7 +155,8 @@ def certificate_table(grid: pd.DataFrame, headlines: list, sphere: str = "vmf") 
                     f" (measured {head[measured].mean():.3f})" if measured and measured != "search_ce" else "")
             else:
                 values[label] = "—"
-        cols[f"n = {h['n']:,}, k = {h['k']}, τ = {h['tau']:g}"] = values
+        n_text = f"{h['n']:,}".replace(",", "{,}")
+        cols[rf"$n = {n_text}$, $k = {h['k']}$, $\tau = {h['tau']:g}$"] = values
     return pd.DataFrame(cols)
 
 
@@ -174,12 +175,12 @@ def slack_table(grid: pd.DataFrame, headline: dict, sphere: str = "vmf") -> pd.D
     price = (h.det_dec_bound - h.det_derand - h.det_emp).mean()
     randomise = (h.det_emp - h.dec_train).mean()
     generalise = (h.dec_train - h.dec_test).mean()
-    rows = [("search bias: b⋆_k minus the measured 𝔼H − L_k^dec", bias),
+    rows = [(r"search bias: $b^\star_k$ minus the measured $\mathbb{E}H - L_k^{\mathrm{dec}}$", bias),
             ("derandomisation (curvature)", derand),
             ("PAC-Bayes price (complexity, variance, Monte Carlo)", price),
             ("randomisation (posterior's training risk − trained embedding's)", randomise),
             ("training − test decoupled risk", generalise),
-            ("total: certificate − measured 𝔼H − log k", (h.det_bound - h.search_ce).mean())]
+            (r"total: certificate $-$ measured $\mathbb{E}H - \log k$", (h.det_bound - h.search_ce).mean())]
     return pd.DataFrame(rows, columns=["part of the slack", "nats"]).set_index("part of the slack").round(4)
 
 
@@ -187,19 +188,19 @@ def k_sweep_table(summary: pd.DataFrame, n: int, tau: float, sphere: str = "vmf"
     """At one (n, tau): per k, the measured ``E H - log k``, the certificates' slacks and the
     variances of ``l_k - log k`` and ``l^dec - log k`` (seed means)."""
     sub = summary[(summary.model == sphere) & (summary.n == n) & np.isclose(summary.tau, tau)].sort_values("k")
-    cols = {"k": sub.k.astype(int), "measured 𝔼H − log k": sub.search_ce,
-            "b⋆_k": sub.bias_sharp, "slack, Bernstein (randomised)": sub.get("bern_slack"),
+    cols = {"k": sub.k.astype(int), r"measured $\mathbb{E}H - \log k$": sub.search_ce,
+            r"$b^\star_k$": sub.bias_sharp, "slack, Bernstein (randomised)": sub.get("bern_slack"),
             "slack, derandomised": sub.get("det_slack"), "slack, hold-out": sub.get("ho_slack"),
-            "slack, PAC-Bayes-kl": sub.get("pb_slack"), "Var(ℓ_k − log k)": sub.var_std,
-            "Var(ℓ^dec − log k)": sub.var_dec}
+            "slack, PAC-Bayes-kl": sub.get("pb_slack"), r"$\mathrm{Var}(\ell_k - \log k)$": sub.var_std,
+            r"$\mathrm{Var}(\ell^{\mathrm{dec}}_k - \log k)$": sub.var_dec}
     return pd.DataFrame({k: v for k, v in cols.items() if v is not None}).set_index("k").round(3)
 
 
 def informative_table(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`informative_n` as displayed: one row per (tau, k), the smallest informative n of each
     bound, "—" where no n of the grid is informative."""
-    shown = table.rename(columns={"tau": "τ", "k": "k", "ns": "n on the grid"}).set_index(["τ", "k"])
-    cells = [c for c in shown.columns if c != "n on the grid"]
+    shown = table.rename(columns={"tau": "τ", "k": "k", "ns": "$n$ on the grid"}).set_index(["τ", "k"])
+    cells = [c for c in shown.columns if c != "$n$ on the grid"]
     shown[cells] = shown[cells].astype(object).map(lambda v: "—" if v is None or pd.isna(v) else f"{int(v):,}")
     return shown
 
@@ -212,7 +213,7 @@ def search_check_table(check: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, r in check.iterrows():
         predicted = r.b_star if r.profile == "extremal" else r.predicted
-        rows.append({"similarity f(t)": PROFILES[r.profile].replace("$", ""), "exact correction": predicted,
+        rows.append({"similarity f(t)": PROFILES[r.profile], "exact correction": predicted,
                      "measured": r.measured, "95% interval": f"[{r.measured - q * r.se:.4f}, {r.measured + q * r.se:.4f}]"})
     return pd.DataFrame(rows).set_index("similarity f(t)").round(4)
 
@@ -223,7 +224,7 @@ def search_bias_table(model, tau: float, ks=(4, 16, 64, 256)) -> pd.DataFrame:
     moments = vmf_ratio_moments(model)
     rows = []
     for k in ks:
-        rows.append({"k": int(k), "b_k (moments)": search_bias_bounds(int(k), tau, **moments)["best"],
-                     "b⋆_k (sharp)": float(model.sharp_search_bias([int(k)], tau)[0]),
+        rows.append({"k": int(k), "$b_k$ (moments)": search_bias_bounds(int(k), tau, **moments)["best"],
+                     r"$b^\star_k$ (sharp)": float(model.sharp_search_bias([int(k)], tau)[0]),
                      "identity's correction": float(model.search_correction(lambda t: t, [int(k)], tau)[0])})
     return pd.DataFrame(rows).set_index("k").round(4)

@@ -30,6 +30,7 @@ from .glue import (
     training_numbers,
     training_summary,
 )
+from .headers import HEADERS
 from .ledger import ledger_counts, ledger_gap, ledger_kl, ledger_kls, ledger_rate, ledger_rates
 from .prose import kl_ratio_text, learned_embeddings_phrase, one_temperature_note, verdict_summary
 from .runners import (
@@ -45,6 +46,7 @@ from .runners import (
 from .setup import SIZES, STEM, DigitsSetup, setup
 
 __all__ = [
+    "HEADERS",
     # set-up
     "STEM", "SIZES", "setup", "DigitsSetup",
     # runners

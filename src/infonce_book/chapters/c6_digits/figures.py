@@ -7,7 +7,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.lines import Line2D
 
+from ...experiment.style import MARKERS, palette
 from ...theory.stats import Estimate
 
 __all__ = ["fig_training", "fig_trends", "fig_rate", "fig_search", "fig_kl", "fig_view"]
@@ -18,16 +20,21 @@ def fig_training(trained: pd.DataFrame, *, title: str = ""):
     against the steps, one panel per (tau, k)."""
     groups = list(trained.groupby(["tau", "k"]))
     fig, axes = plt.subplots(1, len(groups), figsize=(3.0 * len(groups), 3.0), squeeze=False)
+    n_runs = max(len(sub) for _, sub in groups)
     for ax, ((tau, k), sub) in zip(axes[0], groups):
         for i, (_, r) in enumerate(sub.iterrows()):
             ax.plot(r.curve_step, r.curve_train, "-", color=f"C{i}", lw=1)
             ax.plot(r.curve_step, r.curve_heldout, "--", color=f"C{i}", lw=1)
-        ax.set_title(rf"$\tau$ = {tau:g}, $k$ = {k}")
+        ax.set_title(rf"$\tau = {tau:g}$, $k = {k}$")
         ax.set_xlabel("step")
     axes[0][0].set_ylabel("InfoNCE (nats)")
+    handles = [Line2D([], [], color="k", ls="-", lw=1, label="training risk"),
+               Line2D([], [], color="k", ls="--", lw=1, label="held-out risk")]
+    handles += [Line2D([], [], color=f"C{i}", lw=2, label=f"run {i + 1}") for i in range(n_runs)]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize="small", frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
@@ -70,19 +77,31 @@ def fig_rate(rates: list, *, title: str = ""):
     """``|L_k - log k - L_inf|`` on the learned embedding against k (95% bootstrap intervals), with
     the plug-in prediction ``|c1/k + c2/k^2|`` (line) and ``|c1|/k`` (dotted); one colour per tau."""
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    curves, low, high = [], [], []
     for i, rate in enumerate(rates):
         tau, k = float(rate.tau.iloc[0]), rate.k.to_numpy(float)
         sign = np.sign(rate.c1.iloc[0]) or 1.0
         y, lo, hi = sign * rate.bias, sign * rate.bias_low, sign * rate.bias_high
         lo_c, hi_c = np.minimum(lo, hi), np.maximum(lo, hi)
-        ax.errorbar(k, y, yerr=[np.clip(y - lo_c, 0, None), np.clip(hi_c - y, 0, None)], fmt="o", ms=4, capsize=2,
-                    color=f"C{i}", label=rf"measured, $\tau$ = {tau:g}")
+        low.append(float(np.min(lo_c)))
+        high.append(float(np.max(hi_c)))
+        ax.errorbar(k, y, yerr=[np.clip(y - lo_c, 0, None), np.clip(hi_c - y, 0, None)], fmt=MARKERS[i], ms=4,
+                    capsize=2, color=f"C{i}", label=rf"measured, $\tau = {tau:g}$")
         c1, c2 = rate.c1.iloc[0], rate.c2.iloc[0]
         kk = np.geomspace(k.min(), k.max(), 200)
-        ax.plot(kk, sign * (c1 / kk + c2 / kk**2), "-", color=f"C{i}", lw=1, label=r"$c_1/k + c_2/k^2$ (plug-in)")
-        ax.plot(kk, abs(c1) / kk, ":", color=f"C{i}", lw=1)
+        curves.append((kk, sign * (c1 / kk + c2 / kk**2), abs(c1) / kk, f"C{i}", i == 0))
+    # the predictions are drawn only inside the range of the measurements (at small k the plug-in
+    # two-term expansion leaves its range of validity and would dive off the plot)
+    span = max(high) - min(low)
+    bottom, top = min(low) - 0.1 * span, max(high) + 0.1 * span
+    for kk, two_term, one_term, colour, first in curves:
+        for yy, ls, label in ((two_term, "-", r"prediction $c_1/k + c_2/k^2$ (plug-in)"),
+                              (one_term, ":", r"first term $|c_1|/k$")):
+            ax.plot(kk, np.where((yy >= bottom) & (yy <= top), yy, np.nan), ls, color=colour, lw=1,
+                    label=label if first else None)
     ax.set_xscale("log", base=2)
     ax.set_yscale("symlog", linthresh=1e-4)
+    ax.set_ylim(bottom, top)
     ax.set_xlabel("negatives $k$")
     ax.set_ylabel(r"$\pm(L_k - \log k - L_\infty)$ (nats, sign of $c_1$)")
     ax.legend(fontsize="x-small")
@@ -134,9 +153,11 @@ def fig_kl(kls: dict, *, title: str = ""):
 def fig_view(view, *, title: str = ""):
     """Scatter of the 2-D PCA view of held-out digits' embeddings (the table of
     :func:`~.runners.view`), coloured by class."""
-    fig, ax = plt.subplots(figsize=(5.2, 4.4))
-    sns.scatterplot(data=view, x="pc1", y="pc2", hue="label", palette="tab10", s=12, ax=ax, legend="full")
-    ax.legend(title="digit", fontsize="x-small", ncol=2, loc="best")
+    fig, ax = plt.subplots(figsize=(6.2, 4.4))
+    digits = sorted(view.label.unique())
+    sns.scatterplot(data=view, x="pc1", y="pc2", hue="label", style="label", palette=palette(len(digits)),
+                    markers=list(MARKERS[: len(digits)]), s=16, ax=ax, legend="full")
+    ax.legend(title="digit", fontsize="x-small", ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_xlabel("first principal component")
     ax.set_ylabel("second principal component")
     if title:
