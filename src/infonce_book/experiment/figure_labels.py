@@ -41,7 +41,7 @@ def raw_identifiers(text: str) -> list[str]:
         ['student_t']
     """
     plain = _MATH.sub(" ", str(text))
-    found = re.findall(r"\S*[_^]\S*", plain)
+    found = re.findall(r"\w*[_^]\w*", plain)
     found += [w for w in _WORD.findall(plain) if not any(w in f for f in found)]
     return found
 

@@ -69,15 +69,31 @@ def _minor_number(x, _pos=None) -> str:
     return _plain_number(x) if round(mantissa) in (2, 5) and abs(mantissa - round(mantissa)) < 1e-6 else ""
 
 
+def _log_major(x, _pos=None) -> str:
+    """A log axis's major tick: a plain number from 0.001 to 10,000 (``1``, ``10``, ``0.01``),
+    a power of ten in mathematics beyond (``$10^{6}$``)."""
+    if x <= 0:
+        return ""
+    if 1e-3 <= x < 1e4:
+        return f"{x:g}"
+    e = np.log10(x)
+    return f"$10^{{{int(round(e))}}}$" if abs(e - round(e)) < 1e-9 else f"{x:,.0f}" if x >= 1 else f"{x:.1e}"
+
+
 def readable_ticks(fig) -> None:
-    """Label log axes that span less than two decades, and every symlog axis, with plain numbers
-    (``2``, ``5``, ``10``; ``−1``, ``0``, ``1``) instead of matplotlib's ``6×10⁰`` and ``−10⁰``."""
+    """Label log axes with plain numbers (``1``, ``10``, ``100``; powers of ten only beyond
+    10,000, and the minor ticks at 2 and 5 times a power of ten when the axis spans less than two
+    decades) and symlog axes too (``−1``, ``0``, ``1``), instead of matplotlib's ``10⁰``,
+    ``6×10⁰`` and ``−10⁰``."""
     for ax in fig.axes:
         for axis, scale, lims in ((ax.xaxis, ax.get_xscale(), ax.get_xlim()), (ax.yaxis, ax.get_yscale(), ax.get_ylim())):
-            if scale == "symlog" or (scale == "log" and min(lims) > 0 and max(lims) / min(lims) < 100):
+            if scale == "symlog":
                 axis.set_major_formatter(mticker.FuncFormatter(_plain_number))
-                axis.set_minor_formatter(mticker.FuncFormatter(_minor_number) if scale == "log"
-                                         else mticker.NullFormatter())
+                axis.set_minor_formatter(mticker.NullFormatter())
+            elif scale == "log" and min(lims) > 0:
+                axis.set_major_formatter(mticker.FuncFormatter(_log_major))
+                short = max(lims) / min(lims) < 100
+                axis.set_minor_formatter(mticker.FuncFormatter(_minor_number) if short else mticker.NullFormatter())
 
 
 def under_pipeline() -> bool:
