@@ -4,14 +4,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
 
-from infonce_book.chapters.c6_digits import figures as c6  # noqa: E402
-from infonce_book.experiment.figure_labels import bad_ticks, check_figure, figure_labels, raw_identifiers  # noqa: E402
-from infonce_book.experiment.style import glue_figure, palette, readable_ticks, use_book_style  # noqa: E402
+from infonce_book.chapters.c6_digits import figures as c6
+from infonce_book.experiment.figure_labels import bad_ticks, check_figure, figure_labels, raw_identifiers
+from infonce_book.experiment.style import glue_figure, palette, readable_ticks, use_book_style
 
 
 @pytest.mark.parametrize("label, found", [
