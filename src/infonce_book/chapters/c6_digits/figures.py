@@ -92,8 +92,9 @@ def fig_rate(rates: list, *, title: str = ""):
         curves.append((kk, sign * (c1 / kk + c2 / kk**2), abs(c1) / kk, f"C{i}", i == 0))
     # the predictions are drawn only inside the range of the measurements (at small k the plug-in
     # two-term expansion leaves its range of validity and would dive off the plot)
-    span = max(high) - min(low)
-    bottom, top = min(low) - 0.1 * span, max(high) + 0.1 * span
+    lowest, highest = min(low), max(high)  # padded by a factor (the axis is logarithmic away from 0)
+    bottom = lowest / 2 if lowest > 0 else 1.5 * lowest - 1e-4
+    top = 1.5 * highest if highest > 0 else highest / 2 + 1e-4
     for kk, two_term, one_term, colour, first in curves:
         for yy, ls, label in ((two_term, "-", r"prediction $c_1/k + c_2/k^2$ (plug-in)"),
                               (one_term, ":", r"first term $|c_1|/k$")):
