@@ -81,6 +81,27 @@ def test_cli_cuda_without_a_gpu(capsys, monkeypatch):
     assert "no CUDA GPU is available" in capsys.readouterr().err
 
 
+#: The records whose interval is too wide to decide at the smoke profile (seed 0): each passes
+#: its interval test only because the interval is wider than the predicted value (or the
+#: prediction is 0 with no declared resolution), so the ledger calls it inconclusive. The
+#: standard profile narrows them.
+SMOKE_INCONCLUSIVE = {
+    "C2-bayes-k256",  # ideal - softmax top-1 in [-0.006, 0.003]: straddles 0, the one-sided claim is not shown
+    "C5-rademacher-slope-n",  # slope -0.48 in [-1.12, 0.16], wider than the predicted 1/2
+    "C5-rademacher-slope-k",  # slope in k predicted 0, interval [-0.26, 0.31]: absence of evidence
+    "C7-aic-n256-k16", "C7-aic-n512-k16", "C7-aic-n2048-k16",  # n * gap within +-25 to +-74 of 5, two seeds
+    "C7-gap-slope-n",  # slope -0.59 in [-10.2, 9.0] against -1
+}
+
+
+def _decided(records: list[dict]) -> bool:
+    """No record failed, and every record passed but those of :data:`SMOKE_INCONCLUSIVE`."""
+    wrong = [(r["id"], r["verdict"]) for r in records
+             if r["verdict"] != ("inconclusive" if r["id"] in SMOKE_INCONCLUSIVE else "passed")]
+    assert wrong == [], wrong
+    return True
+
+
 @pytest.mark.book
 def test_whole_book_builds_at_the_smoke_profile_with_passing_ledger(smoke_book, tmp_path):
     """Every chapter executed by papermill at the smoke profile, the book built with -W."""
@@ -96,22 +117,23 @@ def test_whole_book_builds_at_the_smoke_profile_with_passing_ledger(smoke_book, 
                          capture_output=True, text=True, cwd=ROOT)
     records = json.loads(led.stdout)
     c1 = [r for r in records if r["claim"] == "C1"]
-    assert len(c1) >= 10 and all(r["passed"] for r in c1), [r["id"] for r in c1 if not r["passed"]]
+    assert len(c1) >= 10 and _decided(c1)
     assert {r["quantity"] for r in c1} >= {"c1", "k_bias", "bias_mc", "coverage_95", "loglog_slope"}
     c2 = [r for r in records if r["claim"] == "C2"]
-    assert len(c2) >= 10 and all(r["passed"] for r in c2), [r["id"] for r in c2 if not r["passed"]]
+    assert len(c2) >= 10 and _decided(c2)
     assert {r["params"]["model"] for r in c2} >= {"vmf", "finite"}
     c3 = [r for r in records if r["claim"] == "C3"]
-    assert len(c3) >= 5 and all(r["passed"] for r in c3), [r["id"] for r in c3 if not r["passed"]]
+    assert len(c3) >= 5 and _decided(c3)
     assert page.count("<img") >= 5 and (html / "book" / "c3_temperature.html").read_text().count("<img") >= 2
     # C4-C6 and the synthetic C7 records are predictions that hold; the digits records are
     # empirical trends on real data whose verdict is shown in the book either way.
     for claim, minimum in (("C4", 7), ("C5", 10), ("C6", 2)):
         recs = [r for r in records if r["claim"] == claim]
-        assert len(recs) >= minimum and all(r["passed"] for r in recs), [r["id"] for r in recs if not r["passed"]]
+        assert len(recs) >= minimum and _decided(recs)
     c7 = [r for r in records if r["claim"] == "C7"]
     synthetic = [r for r in c7 if not r["id"].startswith("C7-digits")]
-    assert len(synthetic) >= 3 and all(r["passed"] for r in synthetic), [r["id"] for r in synthetic if not r["passed"]]
+    assert len(synthetic) >= 3 and _decided(synthetic)
+    assert {r["id"] for r in records if r["verdict"] == "inconclusive"} == SMOKE_INCONCLUSIVE
     assert {r["id"] for r in c7} >= {"C7-digits-gap-levels-tau0.5", "C7-digits-top1-slope-tau0.5"}
     for chapter in ("c4_continuity", "c5_generalisation", "c6_digits"):
         assert (html / "book" / f"{chapter}.html").read_text().count("<img") >= 2, chapter
