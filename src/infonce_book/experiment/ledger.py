@@ -72,7 +72,7 @@ KINDS = {
     "one-sided": "one end of the interval (or the measured value itself) lies on the stated side of the predicted value",
     "bound": "the predicted value is a bound, and the measured value (or one end of its interval) lies on its side of it",
     "equivalence": "the interval lies within a margin, declared before the run, of the predicted value",
-    "exact": "a deterministic value (no sampling): the predicted value lies within the numerical error band of the computed one",
+    "exact": "the predicted value lies within the numerical error band of a deterministic (not sampled) value",
 }
 
 #: The verdicts, and what each means (the reproducibility appendix shows this table).

@@ -69,20 +69,23 @@ def _minor_number(x, _pos=None) -> str:
     return _plain_number(x) if round(mantissa) in (2, 5) and abs(mantissa - round(mantissa)) < 1e-6 else ""
 
 
-def _log_major(x, _pos=None) -> str:
-    """A log axis's major tick: a plain number from 0.001 to 10,000 (``1``, ``10``, ``0.01``),
-    a power of ten in mathematics beyond (``$10^{6}$``)."""
-    if x <= 0:
-        return ""
-    if 1e-3 <= x < 1e4:
-        return f"{x:g}"
-    e = np.log10(x)
-    return f"$10^{{{int(round(e))}}}$" if abs(e - round(e)) < 1e-9 else f"{x:,.0f}" if x >= 1 else f"{x:.1e}"
+def _log_major(top: float):
+    """A log axis's major tick labels: plain numbers with thousands separators (``1``, ``10``,
+    ``10,000``; ``0.01``) when the axis ends below 100,000, else powers of ten in mathematics
+    (``$10^{6}$``) from 1,000 on, so that one axis keeps one style."""
+    def label(x, _pos=None) -> str:
+        if x <= 0:
+            return ""
+        e = np.log10(x)
+        if x >= 1000 and top >= 1e5 and abs(e - round(e)) < 1e-9:
+            return f"$10^{{{int(round(e))}}}$"
+        return f"{x:,.0f}" if x >= 1 and x == round(x) else f"{x:g}"
+    return label
 
 
 def readable_ticks(fig) -> None:
-    """Label log axes with plain numbers (``1``, ``10``, ``100``; powers of ten only beyond
-    10,000, and the minor ticks at 2 and 5 times a power of ten when the axis spans less than two
+    """Label log axes with plain numbers (``1``, ``10``, ``100``; powers of ten from 1,000 on
+    only on an axis reaching 100,000, and the minor ticks at 2 and 5 times a power of ten when the axis spans less than two
     decades) and symlog axes too (``−1``, ``0``, ``1``), instead of matplotlib's ``10⁰``,
     ``6×10⁰`` and ``−10⁰``."""
     for ax in fig.axes:
@@ -91,7 +94,7 @@ def readable_ticks(fig) -> None:
                 axis.set_major_formatter(mticker.FuncFormatter(_plain_number))
                 axis.set_minor_formatter(mticker.NullFormatter())
             elif scale == "log" and min(lims) > 0:
-                axis.set_major_formatter(mticker.FuncFormatter(_log_major))
+                axis.set_major_formatter(mticker.FuncFormatter(_log_major(max(lims))))
                 short = max(lims) / min(lims) < 100
                 axis.set_minor_formatter(mticker.FuncFormatter(_minor_number) if short else mticker.NullFormatter())
 
