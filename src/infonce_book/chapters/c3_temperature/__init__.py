@@ -11,6 +11,7 @@ the page uses is re-exported here.
 
 from .config import SIZES, STEM, TemperatureSetup, setup
 from .figures import fig_gap_vs_tau, fig_kl_vs_tau
+from .figures import fig_idea
 from .ledger import ledger_approximation, ledger_decoupled, ledger_gap, ledger_kl_and_tau, ledger_sharp_kl
 from .runners import _two_cluster_sample as _two_cluster_sample  # a helper that the tests check
 from .runners import (
@@ -29,3 +30,4 @@ __all__ = ["SIZES", "STEM", "TemperatureSetup", "approximation_gain_monte_carlo"
            "decoupled_minimisers", "exercise_values", "fig_gap_vs_tau", "fig_kl_vs_tau", "gap_across_taus",
            "gap_summary", "kl_sweep", "learned_tau", "ledger_approximation", "ledger_decoupled", "ledger_gap",
            "ledger_kl_and_tau", "ledger_sharp_kl", "setup", "sharp_kl_check"]
+__all__ += ["fig_idea"]
