@@ -8,8 +8,7 @@ page quotes), :mod:`.ledger` (the claims-ledger records and their verdict rules)
 """
 
 from .config import SIZES, STEM, RateSetup, setup
-from .figures import fig_bias_vs_k, fig_bounds_vs_k, fig_c1_heatmap, fig_in_batch, fig_k_bias_by_variant
-from .figures import fig_idea
+from .figures import fig_bias_vs_k, fig_bounds_vs_k, fig_c1_heatmap, fig_idea, fig_in_batch, fig_k_bias_by_variant
 from .ledger import (
     ledger_bounds,
     ledger_exact,

@@ -8,8 +8,7 @@ the page quotes), :mod:`.ledger` (the claims-ledger records and their verdict ru
 """
 
 from .config import SIZES, STEM, SearchSetup, setup
-from .figures import fig_gaussian, fig_k_gap, fig_retrieval_accuracy, fig_search_vs_risk
-from .figures import fig_idea
+from .figures import fig_gaussian, fig_idea, fig_k_gap, fig_retrieval_accuracy, fig_search_vs_risk
 from .ledger import (
     ledger_bayes,
     ledger_constants,

@@ -10,8 +10,7 @@ the page uses is re-exported here.
 """
 
 from .config import SIZES, STEM, TemperatureSetup, setup
-from .figures import fig_gap_vs_tau, fig_kl_vs_tau
-from .figures import fig_idea
+from .figures import fig_gap_vs_tau, fig_idea, fig_kl_vs_tau
 from .ledger import ledger_approximation, ledger_decoupled, ledger_gap, ledger_kl_and_tau, ledger_sharp_kl
 from .runners import _two_cluster_sample as _two_cluster_sample  # a helper that the tests check
 from .runners import (
