@@ -91,3 +91,14 @@ def test_in_batch_records_are_bonferroni_and_the_richardson_constant(tmp_path, m
     assert rec["C1-ntxent-c1"].passed and out["mc_covered"] == 1
     # CLIP rows are InfoNCE tuples with k = B - 1 (Proposition c1-prop-clip)
     assert exact.bias.iloc[1] == pytest.approx(model.exact_bias(7, 0.5), rel=1e-12)
+
+
+def test_the_opening_diagram_shows_the_tuple_and_the_logarithm_with_math_labels():
+    fig = chapter.fig_idea(k=6)
+    left, right = fig.axes[:2]
+    labels = left.get_legend_handles_labels()[1]
+    assert labels == [r"anchor $x$", r"positive $x^+$", r"negatives $x_1, \dots, x_k$"]
+    assert len(left.lines) == 1 + 2 * (2 + 6)  # the circle, then a radius and a marker per point
+    assert right.get_xlabel() == r"$t$" and "nats" in right.get_ylabel()
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        chapter.fig_idea(k=0)

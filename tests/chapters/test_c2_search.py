@@ -54,3 +54,21 @@ def test_constant_records_hold_on_the_vmf_model(tmp_path, monkeypatch):
     # the floor-free constants of the chapter (mpmath values in tests/models/test_vmf_c1c3.py)
     assert out["const_model"] == pytest.approx(20.4447, abs=1e-3)
     assert out["const_uniform"] == pytest.approx(67.6089, abs=1e-3)
+
+
+def test_the_opening_diagram_draws_two_probability_vectors_and_their_cross_entropy():
+    import re
+
+    kappa, tau = 4.0, 0.5
+    fig = chapter.fig_idea(kappa=kappa, tau=tau, k=8)
+    bars = fig.axes[1].containers
+    ideal, soft = (np.array([b.get_height() for b in c]) for c in bars)
+    assert ideal.sum() == pytest.approx(1) and soft.sum() == pytest.approx(1)
+    # kappa = 4 > beta = 2: the idealised search is the sharper one on the nearest item.
+    assert ideal[0] > soft[0] and np.all(np.diff(ideal) < 0)
+    shown = float(re.search(r"= ([0-9.]+)\$ nats", fig.axes[1].get_title()).group(1))
+    entropy = -(ideal * np.log(ideal)).sum()
+    assert shown >= entropy - 0.005  # Gibbs' inequality: H(M, Q) >= H(M)
+    assert shown == pytest.approx(-(ideal * np.log(soft)).sum(), abs=0.005)
+    with pytest.raises(ValueError, match="kappa > 0"):
+        chapter.fig_idea(kappa=0.0)

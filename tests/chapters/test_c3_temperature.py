@@ -87,3 +87,18 @@ def test_gap_ledger_slope_below_tau_star_is_one_sided_and_the_summary_pools_sets
     # mean over the three sets at tau = 1: 0.02 (the noise averages out)
     assert summary.set_index("tau").gap_over_range[1.0] == pytest.approx(0.02, rel=1e-12)
     assert out["ratio_best_tau"] == 0.5  # the first of the two equal minima
+
+
+def test_the_opening_diagram_labels_each_temperature_with_its_kl():
+    import re
+
+    fig = chapter.fig_idea(taus=(2.0, 0.5))
+    labels = [t.get_text() for t in fig.axes[0].texts if "KL" in t.get_text()]
+    assert len(labels) == 2
+    for tau, label in zip((2.0, 0.5), labels):
+        kl, bound = (float(v) for v in re.search(r"KL \$= ([0-9.]+)\$ \(bound \$([0-9.]+)\$\)", label).groups())
+        # Independent value: the vMF closed form beta A_3(beta) - log Z_3(beta) of the model class.
+        assert kl == pytest.approx(VonMisesFisher(3, 1.0).kl_softmax_vs_data(tau), abs=0.006)
+        assert bound == pytest.approx(min(0.5 / tau**2, 2 / tau), abs=0.006) and kl <= bound
+    with pytest.raises(ValueError, match="must be > 0"):
+        chapter.fig_idea(taus=(1.0, 0.0))

@@ -71,7 +71,7 @@ def test_bibtex_has_the_book_and_every_chapter_of_the_toc_with_its_title():
     assert {f for f, _ in pages} >= {"book/notation", "book/c1_rate", "book/c2_search",
                                       "book/c3_temperature"}
     assert not {"book/references", "book/cite", "book/appendix_reproducibility"} & {f for f, _ in pages}
-    assert re.search(r"title += \{The limit and its \$O\(1/k\)\$ rate \(C1\)\},", bib)
+    assert re.search(r"title += \{The \$O\(1/k\)\$ rate of the limit\},", bib)
     assert re.search(r"version += \{" + re.escape(infonce_book.__version__) + r"\}", bib)
     assert "commit abc123" in bib
     # The repository URL is a placeholder (repository.placeholder in _config.yml): no entry

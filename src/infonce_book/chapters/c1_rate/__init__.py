@@ -8,7 +8,7 @@ page quotes), :mod:`.ledger` (the claims-ledger records and their verdict rules)
 """
 
 from .config import SIZES, STEM, RateSetup, setup
-from .figures import fig_bias_vs_k, fig_bounds_vs_k, fig_c1_heatmap, fig_in_batch, fig_k_bias_by_variant
+from .figures import fig_bias_vs_k, fig_bounds_vs_k, fig_c1_heatmap, fig_idea, fig_in_batch, fig_k_bias_by_variant
 from .headers import HEADERS
 from .ledger import (
     ledger_bounds,
@@ -39,3 +39,4 @@ __all__ = ["HEADERS",
            "fig_k_bias_by_variant", "in_batch_exact", "in_batch_monte_carlo", "ledger_bounds", "ledger_exact",
            "ledger_in_batch", "ledger_monte_carlo", "ledger_sweep", "ledger_third_order", "monte_carlo",
            "ntxent_richardson", "parameters_summary", "richardson_c1", "setup", "third_order_table"]
+__all__ += ["fig_idea"]

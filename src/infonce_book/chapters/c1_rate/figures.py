@@ -105,3 +105,69 @@ def fig_c1_heatmap(table, value: str = "c1", *, title: str = ""):
     if title:
         ax.set_title(title)
     return fig
+
+
+def fig_idea(k: int = 8, *, seed: int = 3):
+    """The chapter's idea in one picture (a diagram, not a measurement).
+
+    Left: one InfoNCE tuple on the circle, an anchor ``x``, its positive ``x^+`` and ``k``
+    negatives (drawn uniformly away from the anchor, fixed ``seed``, so that the points stay
+    apart). Right: why the bias is of order ``1/k``:
+    ``T_k`` (the normalised denominator) has mean close to 1 and spread ``k^{-1/2}``; the
+    linear part of ``log t`` averages out, and what remains is the quadratic gap between
+    ``log t`` and its tangent ``t - 1``, of order ``Var T_k``, i.e. ``1/k``. The two densities are
+    schematic (normal, variance ``1/k``).
+
+    Args:
+        k: the number of negatives drawn (>= 1).
+        seed: the seed of the negatives' angles.
+    Raises:
+        ValueError: ``k`` below 1.
+    """
+    if k < 1:
+        raise ValueError(f"fig_idea: k must be at least 1, got {k}")
+    colours = sns.color_palette("colorblind")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1, 1.25]})
+    theta = np.linspace(0, 2 * np.pi, 361)
+    left.plot(np.cos(theta), np.sin(theta), color="0.75", lw=1)
+    angles = np.pi / 2 + np.random.default_rng(seed).uniform(0.6, 2 * np.pi - 0.6, k)  # away from x
+    points = [(np.pi / 2, colours[0], "o", r"anchor $x$"), (np.pi / 2 - 0.45, colours[1], "s", r"positive $x^+$")]
+    points += [(a, "0.45", "x", r"negatives $x_1, \dots, x_k$" if i == 0 else None) for i, a in enumerate(angles)]
+    for angle, colour, marker, label in points:
+        left.plot([0, np.cos(angle)], [0, np.sin(angle)], color=colour, lw=0.8, alpha=0.7)
+        left.plot(np.cos(angle), np.sin(angle), marker, color=colour, ms=9, mew=2, label=label)
+    left.annotate(r"$x$", (0, 1), xytext=(-0.2, 1.12), fontsize=12)
+    left.annotate(r"$x^+$", (np.cos(1.12), np.sin(1.12)), xytext=(0.5, 1.02), fontsize=12)
+    left.set_aspect("equal")
+    left.set_xlim(-1.35, 1.35)
+    left.set_ylim(-1.35, 1.45)
+    left.axis("off")
+    left.legend(loc="lower center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize="small", frameon=False)
+    left.set_title(r"pick $x^+$ among $k + 1$ candidates, scored by $e^{\beta s(x,\cdot)}$")
+    t = np.linspace(0.25, 2.0, 400)
+    right.plot(t, np.log(t), color="k", lw=2)
+    right.plot(t, t - 1, "--", color=colours[2], lw=1.5)
+    right.fill_between(t, np.log(t), t - 1, color=colours[2], alpha=0.15)
+    right.text(1.62, 0.36, r"$\log t$", fontsize=12)
+    right.text(1.25, 0.62, r"tangent $t - 1$", fontsize=11, color=colours[2])
+    right.text(0.28, 0.5, "gap $\\approx (t - 1)^2/2$:\nits mean is $\\mathrm{Var}\\,T_k \\propto 1/k$",
+               fontsize=10, color=colours[2])
+    density = right.twinx()
+    for kk, colour, style in ((4, colours[4], "-"), (32, colours[0], "-.")):
+        sd = kk ** -0.5
+        pdf = np.exp(-0.5 * ((t - 1) / sd) ** 2) / (sd * np.sqrt(2 * np.pi))
+        density.plot(t, pdf, style, color=colour, lw=1.5)
+        density.fill_between(t, pdf, color=colour, alpha=0.12)
+        density.text(1 + 1.1 * sd, pdf.max() * 0.55, f"$T_k$, $k = {kk}$", color=colour, fontsize=10)
+    density.set_ylim(0, 6.5)
+    density.set_yticks([])
+    density.grid(False)
+    right.set_ylim(-1.6, 1.1)
+    right.set_xlabel(r"$t$")
+    right.set_ylabel(r"$\log t$ (nats)")
+    right.set_title(r"$T_k$ concentrates at 1, so $\mathbb{E}\log T_k = O(1/k)$")
+    fig.tight_layout()
+    return fig
+
+
+__all__ += ["fig_idea"]

@@ -8,7 +8,7 @@ the page quotes), :mod:`.ledger` (the claims-ledger records and their verdict ru
 """
 
 from .config import SIZES, STEM, SearchSetup, setup
-from .figures import fig_gaussian, fig_k_gap, fig_retrieval_accuracy, fig_search_vs_risk
+from .figures import fig_gaussian, fig_idea, fig_k_gap, fig_retrieval_accuracy, fig_search_vs_risk
 from .headers import HEADERS
 from .ledger import (
     ledger_bayes,
@@ -39,3 +39,4 @@ __all__ = ["HEADERS",
            "gaussian_gap", "gaussian_gap_monte_carlo", "ledger_bayes", "ledger_constants", "ledger_enumeration",
            "ledger_exact", "ledger_gaussian", "ledger_monte_carlo", "ledger_retrieval", "retrieval",
            "retrieval_summary", "retrieval_values", "setup"]
+__all__ += ["fig_idea"]

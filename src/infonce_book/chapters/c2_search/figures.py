@@ -4,7 +4,9 @@ returns the matplotlib figure."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+import seaborn as sns
 
 __all__ = ["fig_gaussian", "fig_k_gap", "fig_retrieval_accuracy", "fig_search_vs_risk"]
 
@@ -74,3 +76,60 @@ def fig_gaussian(table: pd.DataFrame, *, title: str = ""):
         ax.set_title(title)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
+
+
+def fig_idea(kappa: float = 4.0, tau: float = 0.5, k: int = 8):
+    """The chapter's idea in one picture (a diagram, not a measurement): a query ``x`` and an
+    unseen database of ``k`` items on the circle (left), and the two searches over it (right):
+    the idealised search ``M_k(x, x_j)`` proportional to ``m(x, x_j) = e^{kappa <x, x_j>}`` (the
+    positive-pair density of a vMF model) beside the softmax search ``Q_k(x, x_j)``
+    proportional to ``e^{<x, x_j>/tau}``; items sorted by angle to the query. The title gives
+    their cross-entropy ``H(M_k, Q_k)`` in nats, computed from the drawn database.
+
+    Args:
+        kappa: the concentration of the positives (> 0).
+        tau: the temperature of the softmax search (> 0).
+        k: the database size (>= 2); the items are spread at angles from 0.3 to 2.9 radians from
+            the query, alternately on either side, so that they stay apart.
+    Raises:
+        ValueError: ``kappa`` or ``tau`` not positive, or ``k`` below 2.
+    """
+    if not kappa > 0 or not tau > 0 or k < 2:
+        raise ValueError(f"fig_idea: need kappa > 0, tau > 0 and k >= 2, got {kappa}, {tau}, {k}")
+    colours = sns.color_palette("colorblind")
+    angles = np.linspace(0.3, 2.9, k) * (-1.0) ** np.arange(k)  # nearest to the query first
+    cosines = np.cos(angles)
+    ideal = np.exp(kappa * (cosines - 1))
+    ideal /= ideal.sum()
+    soft = np.exp((cosines - 1) / tau)
+    soft /= soft.sum()
+    cross_entropy = float(-(ideal * np.log(soft)).sum())
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.0), gridspec_kw={"width_ratios": [1, 1.3]})
+    theta = np.linspace(0, 2 * np.pi, 361)
+    left.plot(np.cos(theta), np.sin(theta), color="0.75", lw=1)
+    left.plot(0, 1, "o", color=colours[0], ms=10)
+    left.annotate(r"query $x$", (0, 1), xytext=(-0.3, 1.15), fontsize=11)
+    for j, a in enumerate(angles, start=1):
+        px, py = np.sin(a), np.cos(a)  # angle a from the query at the top
+        left.plot(px, py, "D", color="0.4", ms=6)
+        left.annotate(f"$x_{{{j}}}$", (px, py), xytext=(1.17 * px - 0.06, 1.17 * py - 0.05), fontsize=10)
+    left.set_aspect("equal")
+    left.set_xlim(-1.35, 1.35)
+    left.set_ylim(-1.35, 1.35)
+    left.axis("off")
+    left.set_title(r"an unseen database $x_1, \dots, x_k \sim \pi$")
+    j = np.arange(1, k + 1)
+    right.bar(j - 0.2, ideal, 0.4, color=colours[1], hatch="//", edgecolor="white",
+              label=r"idealised $\hat M_k(x, x_j) \propto m(x, x_j)$")
+    right.bar(j + 0.2, soft, 0.4, color=colours[0], label=r"softmax $\hat Q_k(x, x_j) \propto e^{\beta s(x, x_j)}$")
+    right.set_xticks(j, [f"$x_{{{i}}}$" for i in j])
+    right.set_xlabel(r"database item (nearest to $x$ first)")
+    right.set_ylabel("probability")
+    right.legend(fontsize="small", loc="upper right", frameon=True)
+    right.set_title(rf"$\kappa = {kappa:g}$, $\tau = {tau:g}$: $H(\hat M_k, \hat Q_k) = {cross_entropy:.2f}$ nats")
+    right.set_ylim(0, max(ideal.max(), soft.max()) * 1.45)
+    fig.tight_layout()
+    return fig
+
+
+__all__ += ["fig_idea"]

@@ -10,7 +10,7 @@ the page uses is re-exported here.
 """
 
 from .config import SIZES, STEM, TemperatureSetup, setup
-from .figures import embedding_label, fig_gap_vs_tau, fig_kl_vs_tau
+from .figures import embedding_label, fig_gap_vs_tau, fig_idea, fig_kl_vs_tau
 from .headers import HEADERS
 from .ledger import ledger_approximation, ledger_decoupled, ledger_gap, ledger_kl_and_tau, ledger_sharp_kl
 from .runners import _two_cluster_sample as _two_cluster_sample  # a helper that the tests check
@@ -31,3 +31,4 @@ __all__ = ["HEADERS",
            "decoupled_minimisers", "embedding_label", "exercise_values", "fig_gap_vs_tau", "fig_kl_vs_tau", "gap_across_taus",
            "gap_summary", "kl_sweep", "learned_tau", "ledger_approximation", "ledger_decoupled", "ledger_gap",
            "ledger_kl_and_tau", "ledger_sharp_kl", "setup", "sharp_kl_check"]
+__all__ += ["fig_idea"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
 
 from .runners import gap_summary
 
@@ -56,3 +58,50 @@ def embedding_label(name: str) -> str:
     ``"identity on $S^{15}$"``; ``"vmf"`` -> ``"vMF"``)."""
     name = re.sub(r"\b([SR])\^\{?(\w+)\}?", r"$\1^{\2}$", str(name))
     return re.sub(r"\bvmf\b", "vMF", name.replace("$R^{", r"$\mathbb{R}^{"))
+
+
+def fig_idea(taus=(2.0, 0.5, 0.2)):
+    """The chapter's idea in one picture (a diagram, not a measurement): on the sphere ``S^2``
+    with the identity embedding, the density of the softmax search ``Q_tau(x, .)`` with respect
+    to the data ``pi``, as a function of the cosine ``t = <x, y>`` (uniform on [-1, 1] under
+    ``pi``): ``e^{t/tau} / Z(1/tau)`` with ``Z(b) = sinh(b)/b``. Each curve is labelled with its
+    ``KL(Q_tau || pi) = b coth(b) - 1 - log(sinh(b)/b)``, ``b = 1/tau``, and with the bound
+    ``min(1/(2 tau^2), 2/tau)`` of Theorem c3-thm-kl, computed here in closed form.
+
+    Args:
+        taus: the temperatures drawn (each > 0).
+    Raises:
+        ValueError: a temperature not positive.
+    """
+    if not all(tau > 0 for tau in taus):
+        raise ValueError(f"fig_idea: every temperature must be > 0, got {taus}")
+    colours = sns.color_palette("colorblind")
+    styles = ("-", "--", "-.", ":")
+    markers = ("o", "s", "^", "D")
+    t = np.linspace(-1, 1, 201)
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    ax.axhline(1.0, color="k", lw=1.5)
+    ax.text(-0.98, 1.12, r"data $\pi$ (density 1)", fontsize=10)
+    for i, tau in enumerate(taus):
+        b = 1.0 / tau
+        log_z = np.log(np.sinh(b) / b)
+        density = np.exp(b * t - log_z)
+        kl = b / np.tanh(b) - 1 - log_z
+        bound = min(0.5 * b**2, 2 * b)
+        ax.plot(t, density, styles[i % 4], marker=markers[i % 4], markevery=25, ms=5, color=colours[i], lw=2)
+        ax.text(1.02, density[-1], rf"$\tau = {tau:g}$: KL $= {kl:.2f}$ (bound ${bound:.2f}$)",
+                color=colours[i], fontsize=10, va="center")
+    ax.set_yscale("log")
+    lo, hi = ax.get_ylim()
+    ticks = [10.0**e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)]
+    ax.set_yticks(ticks, [f"{v:g}" for v in ticks])  # 0.001, ..., 1, 10: not powers written 10^e
+    ax.set_ylim(lo, hi)
+    ax.set_xlim(-1, 1)
+    ax.set_xlabel(r"similarity $t = \langle x, y\rangle$ of a database item $y$ to the query $x$")
+    ax.set_ylabel(r"$\mathrm{d}Q_\tau(x, \cdot)/\mathrm{d}\pi$ at $y$")
+    ax.set_title(r"a lower temperature sharpens the search: $Q_\tau(x, \mathrm{d}y) \propto e^{\langle x, y\rangle/\tau}\pi(\mathrm{d}y)$")
+    fig.tight_layout()
+    return fig
+
+
+__all__ += ["fig_idea"]

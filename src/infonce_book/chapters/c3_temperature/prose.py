@@ -40,5 +40,5 @@ def slope_above_phrases(slope: float, low: float, high: float) -> dict:
         text = (f"the slope is {slope:.4f} ({low:.4f} to {high:.4f}): "
                 f"the gap relative to the range {trend}")
     else:
-        text = "the slope cannot be estimated at this profile (too few temperatures above it)"
+        text = "the slope cannot be estimated in this run (too few temperatures above it)"
     return {"above_trend": trend, "above_text": text}
