@@ -69,7 +69,7 @@ def gap_glue(summary: pd.DataFrame, tau_star: float, sphere: str = "vmf") -> dic
     other = vmf[~np.isclose(vmf.tau, tau_star)]
     return {"n_gap_mean": float(star.n_gap_cv.mean()),
             "n_gap_tau1": f"{other.n_gap_cv.mean():.2f}" if len(other) else
-            "not measured at this profile, which trains at tau = 1/kappa only"}
+            "not measured in this run, which trains at τ = 1/κ only"}
 
 
 
