@@ -70,3 +70,17 @@ def test_exercise_numbers_and_radius_glue():
     assert nums["dv_bound"] == pytest.approx(chapter.expected_max_norm(GaussianModel(8, 0.8), 1) + 2.0, rel=1e-12)
     glued = chapter.radius_glue(pd.DataFrame({"radius": [0.1, 0.2], "ratio": [1.0, 1.1]}))
     assert glued["spread"] == pytest.approx(1.1) and "r = 0.2" in glued["ratios"]
+
+
+def test_the_opening_diagram_shows_the_average_form_below_the_max_form_for_one_moving_negative():
+    import matplotlib.pyplot as plt
+
+    fig = chapter.fig_idea(k=12, beta=1.0, eps=0.05)
+    bars = fig.axes[1].patches  # actual, average, max; each for (sparse, dense)
+    actual, average, maximum = ([bars[2 * i].get_height(), bars[2 * i + 1].get_height()] for i in range(3))
+    assert actual[0] < average[0] < maximum[0]  # one negative moves: the average form is the tighter
+    assert actual[1] <= maximum[1] < average[1]  # every similarity moves: the max form is
+    plt.close(fig)
+    for bad in ({"k": 1}, {"beta": 0.0}, {"eps": 0.0}, {"eps": 0.6}):
+        with pytest.raises(ValueError, match="k must|beta must|eps must"):
+            chapter.fig_idea(**bad)

@@ -282,3 +282,15 @@ def test_one_thread_on_cpu_restores_the_thread_count():
     with one_thread("cpu"):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+def test_the_control_variate_sentence_lists_the_ratios_and_explains_one_below_1():
+    from infonce_book.chapters.c5_generalisation import cv_ratio_sentence
+
+    gaps = pd.DataFrame({"model": ["vmf"] * 3, "tau": [0.5] * 3, "k": [16] * 3, "n": [256, 512, 2048],
+                         "seeds": [3] * 3, "gap_se": [0.0035, 0.009, 0.018], "gap_cv_se": [0.0127, 0.002, 0.0009]})
+    text = cv_ratio_sentence(gaps, 0.5)
+    assert "0.28 at n = 256" in text and "4.5 at n = 512" in text and "20 at n = 2,048" in text
+    assert "below 1 at n = 256" in text
+    assert "below 1" not in cv_ratio_sentence(gaps.iloc[1:], 0.5)
+    assert "no cell with two seeds" in cv_ratio_sentence(gaps.assign(gap_se=float("nan")), 0.5)

@@ -186,3 +186,19 @@ def test_image_counts_come_from_the_dataset_constant():
     out = chapter.describe(chapter.DigitsSetup(n_train=1000), chapter.SIZES["smoke"], [0.5])
     assert out["n_images"] == digits.N_IMAGES
     assert out["n_heldout"] == digits.N_IMAGES - 1000 and out["n_eval"] == digits.N_IMAGES - 1000
+
+
+def test_the_opening_diagram_plants_one_positive_and_leaves_the_global_random_state_alone():
+    import matplotlib.pyplot as plt
+
+    state = torch.random.get_rng_state()
+    fig = chapter.fig_idea(k=5, tau=0.1, seed=3)
+    assert torch.equal(state, torch.random.get_rng_state())
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles.count(r"$x^+$") == 1 and sum(t.startswith(r"$x^-_") for t in titles) == 5
+    weights = [p.get_height() for p in fig.axes[-1].patches]
+    assert len(weights) == 6 and math.isclose(sum(weights), 1.0, rel_tol=1e-5)
+    plt.close(fig)
+    for bad in ({"k": 0}, {"k": 13}, {"k": 2.5}, {"tau": 0.0}):
+        with pytest.raises(ValueError, match="k must|tau must"):
+            chapter.fig_idea(**bad)

@@ -11,7 +11,7 @@ classes' sizes among them) next to its models and passes both to the runners. Mo
 """
 
 from .config import SIZES, STEM, ContinuitySetup, setup
-from .figures import fig_continuity_ratios, fig_lipschitz_vs_k, fig_rademacher_sweeps
+from .figures import fig_continuity_ratios, fig_idea, fig_lipschitz_vs_k, fig_rademacher_sweeps
 from .headers import HEADERS
 from .ledger import ledger_lipschitz, ledger_perturbations, ledger_rademacher, ledger_segments
 from .runners import (
@@ -35,7 +35,7 @@ from .runners import (
 
 __all__ = ["HEADERS",
            "PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "complexity_glue", "complexity_table", "crossover_k",
-           "embedding_segments", "exercise_numbers", "expected_max_norm", "fig_continuity_ratios",
+           "embedding_segments", "exercise_numbers", "expected_max_norm", "fig_continuity_ratios", "fig_idea",
            "fig_lipschitz_vs_k", "fig_rademacher_sweeps", "ledger_lipschitz", "ledger_perturbations",
            "ledger_rademacher", "ledger_segments", "lipschitz_check", "lipschitz_constants", "lipschitz_predictions",
            "perturbations", "rademacher_configs", "rademacher_estimates", "radius_exercise", "radius_glue", "setup",

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+import seaborn as sns
 
+from ...experiment.style import PALETTE
 from ...theory.stats import normal_quantile
 
-__all__ = ["fig_continuity_ratios", "fig_lipschitz_vs_k", "fig_rademacher_sweeps"]
+__all__ = ["fig_continuity_ratios", "fig_idea", "fig_lipschitz_vs_k", "fig_rademacher_sweeps"]
 
 
 _KIND_STYLE = {"average": ("C0", "o", "average form"), "max": ("C1", "s", "max form"),
@@ -110,3 +112,86 @@ def fig_rademacher_sweeps(table, tau: float, n_fit: tuple | None = None):
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
     fig.tight_layout(rect=(0, 0.16, 1, 1))
     return fig
+
+
+def _loss(s: np.ndarray, beta: float) -> float:
+    """The standard InfoNCE loss of one similarity vector ``s = (s_0, s_1, ..., s_k)``."""
+    z = beta * s
+    return float(-z[0] + z.max() + np.log(np.exp(z - z.max()).sum()))
+
+
+def fig_idea(k: int = 12, beta: float = 1.0, eps: float = 0.05, seed: int = 0):
+    """The chapter's idea in one picture: the loss sees the negatives through their softmax weights.
+
+    Left: an anchor, its positive and ``k`` negatives on the unit circle (marker area proportional
+    to the softmax weight ``p_j`` at inverse temperature ``beta``), the negative of largest weight
+    moved by ``eps`` in similarity. Right: the exact change of the loss and the average and max forms
+    of Proposition 4.1 for that sparse move and for a dense one (every negative up by ``eps``, the
+    positive down), in units of ``beta * eps``. Deterministic (``seed`` places the negatives).
+
+    Raises:
+        ValueError: ``k < 2``, ``beta <= 0`` or ``eps`` outside (0, 0.5].
+    """
+    if int(k) != k or k < 2:
+        raise ValueError(f"fig_idea: k must be an integer >= 2, got {k!r}")
+    if not beta > 0:
+        raise ValueError(f"fig_idea: beta must be > 0, got {beta!r}")
+    if not 0 < eps <= 0.5:
+        raise ValueError(f"fig_idea: eps must be in (0, 0.5], got {eps!r}")
+    rng = np.random.default_rng(seed)
+    spread = np.linspace(1.0, 2 * np.pi - 1.0, k) + rng.uniform(-0.12, 0.12, k)
+    angles = np.concatenate([[0.5], spread])  # the positive, then the negatives
+    s = np.cos(angles)  # similarities to the anchor at angle 0
+    p = np.exp(beta * s) / np.exp(beta * s).sum()
+    top = 1 + int(np.argmax(s[1:]))
+    sparse = s.copy()
+    sparse[top] = s[top] + eps if s[top] + eps <= 1 else s[top] - eps  # stay in [-1, 1]
+    dense = np.clip(s + eps, -1, 1)
+    dense[0] = s[0] - eps
+    avg = lambda h: abs(h[0]) + np.exp(2 * beta) / (k + 1) * np.abs(h[1:]).sum()  # noqa: E731
+    mx = lambda h: abs(h[0]) + np.abs(h[1:]).max()  # noqa: E731
+    colors = sns.color_palette(PALETTE)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.0), gridspec_kw={"width_ratios": [1, 1.3]})
+    t = np.linspace(0, 2 * np.pi, 200)
+    ax.plot(np.cos(t), np.sin(t), color="0.7", lw=1)
+    ax.scatter([1], [0], s=90, marker="*", color="k", zorder=3)
+    ax.annotate(r"anchor $\mathbf{u}$", (1, 0), xytext=(1.08, -0.12))
+    ax.scatter([np.cos(angles[0])], [np.sin(angles[0])], s=2400 * p[0], color=colors[2], zorder=3)
+    ax.annotate(r"positive $\mathbf{v}_0$", (np.cos(angles[0]), np.sin(angles[0])), xytext=(1.0, 0.55))
+    ax.scatter(np.cos(angles[1:]), np.sin(angles[1:]), s=2400 * p[1:], color=colors[0], zorder=3,
+               label=r"negatives $\mathbf{v}_j$ (area $\propto p_j$)")
+    a0 = angles[top]
+    a1 = a0 - 0.3 * np.sign(np.sin(a0))  # towards the anchor
+    ax.annotate("", xy=(1.18 * np.cos(a1), 1.18 * np.sin(a1)), xytext=(1.18 * np.cos(a0), 1.18 * np.sin(a0)),
+                arrowprops={"arrowstyle": "->", "color": colors[3], "lw": 1.5})
+    ax.annotate("one negative moves", (1.2 * np.cos(a0), 1.2 * np.sin(a0)), color=colors[3],
+                xytext=(1.25 * np.cos(a0) - 0.4, 1.25 * np.sin(a0) + 0.12))
+    ax.set_aspect("equal")
+    ax.set_xlim(-1.45, 1.6)
+    ax.set_ylim(-1.45, 1.45)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.legend(loc="lower center", fontsize="small", frameon=False, bbox_to_anchor=(0.5, -0.16))
+    ax.set_title(rf"$k = {k}$ negatives, $\beta = {beta:g}$")
+    groups = [("sparse: one negative", sparse), ("dense: every similarity", dense)]
+    width = 0.26
+    for i, (name, style, hatch) in enumerate([("actual change", colors[2], ""),
+                                               ("average form", colors[0], "//"),
+                                               ("max form", colors[1], "..")]):
+        vals = []
+        for _, s_new in groups:
+            h = s_new - s
+            vals.append({"actual change": abs(_loss(s_new, beta) - _loss(s, beta)) / beta,
+                         "average form": avg(h), "max form": mx(h)}[name] / eps)
+        bars = bx.bar(np.arange(2) + (i - 1) * width, vals, width, color=style, hatch=hatch,
+                      edgecolor="k", lw=0.5, label=name)
+        bx.bar_label(bars, fmt="%.2g", fontsize="small", padding=2)
+    bx.set_yscale("log")
+    bx.set_ylim(top=4 * bx.get_ylim()[1])
+    bx.set_xticks(range(2), [g for g, _ in groups])
+    bx.set_ylabel(r"$|\ell(s') - \ell(s)|$ and its bounds, in units of $\beta\varepsilon$")
+    bx.legend(fontsize="small", loc="upper left", ncols=3)
+    bx.set_title(r"what each form charges for the move")
+    fig.tight_layout()
+    return fig
+

@@ -30,11 +30,19 @@ from .constants import (
     vmf_ratio_moments,
     vmf_search_constant,
 )
-from .figures import fig_bounds_vs_n, fig_certificates_vs_k, fig_gap_vs_k, fig_gap_vs_n, fig_theorem1_terms
+from .figures import (
+    fig_bounds_vs_n,
+    fig_certificates_vs_k,
+    fig_gap_vs_k,
+    fig_gap_vs_n,
+    fig_idea,
+    fig_theorem1_terms,
+)
 from .gap_sweep import gap_k_sweep, ledger_gap_sweep, per_seed_slopes
 from .headers import HEADERS
 from .ledger import ledger_bound, ledger_gap
 from .prose import (
+    cv_ratio_sentence,
     gap_glue,
     gap_sweep_sentence,
     informative_glue,
@@ -80,4 +88,4 @@ __all__ = ["HEADERS",
            "gap_sweep_sentence", "seeds_needed_sentence", "oracle_sentence", "target_sentence", "informative_table", "search_bias_table",
            "search_check_table", "search_bias_glue", "sharp_informative_n",
            "fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms",
-           "fig_gap_vs_n"]
+           "fig_gap_vs_n", "fig_idea", "cv_ratio_sentence"]

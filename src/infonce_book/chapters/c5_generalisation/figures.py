@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+import seaborn as sns
 
+from ...experiment.style import PALETTE
 from ...theory.stats import normal_quantile
 
-__all__ = ["fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms", "fig_gap_vs_n"]
+__all__ = ["fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms", "fig_gap_vs_n",
+           "fig_idea"]
 
 
 #: The lines of :func:`fig_bounds_vs_n`: (column, label, marker, line style, colour).
@@ -190,4 +193,50 @@ def fig_gap_vs_n(summary, tau_star: float, p_eff: float = 5.0, sphere: str = "vm
     handles, labels = ax1.get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
     fig.tight_layout(rect=(0, 0.2, 1, 1))
+    return fig
+
+
+def _circle(ax, centre, radius, **style):
+    t = np.linspace(0, 2 * np.pi, 200)
+    ax.plot(centre[0] + radius * np.cos(t), centre[1] + radius * np.sin(t), **style)
+
+
+def fig_idea():
+    """The chapter's idea in one picture (a diagram, no data): in the parameter plane, a uniform
+    bound pays for the worst parameter of the class $\\Theta$ (left); a PAC-Bayes certificate pays
+    for the relative entropy of a posterior around the trained parameters to a prior fixed in
+    advance, and a curvature step carries it back to the trained parameters (right)."""
+    colors = sns.color_palette(PALETTE)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    trained, worst = np.array([0.28, 0.18]), np.array([-0.72, -0.69])
+    for ax in axes:
+        ax.fill(np.cos(np.linspace(0, 2 * np.pi, 200)), np.sin(np.linspace(0, 2 * np.pi, 200)),
+                color="0.93", zorder=0)
+        _circle(ax, (0, 0), 1.0, color="0.4", lw=1.2)
+        ax.annotate(r"the class $\Theta$", (0.0, -1.0), xytext=(-0.35, -1.2))
+        ax.scatter(*trained, marker="*", s=160, color="k", zorder=4)
+        ax.annotate(r"trained $\hat\theta$", trained, xytext=(trained[0] + 0.08, trained[1] - 0.16))
+        ax.set_aspect("equal")
+        ax.set_xlim(-1.35, 1.35)
+        ax.set_ylim(-1.35, 1.35)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    left, right = axes
+    left.scatter(*worst, marker="X", s=90, color=colors[3], zorder=4)
+    left.annotate("the worst parameter\nof the class", worst, xytext=(-1.25, 0.55), color=colors[3],
+                  arrowprops={"arrowstyle": "->", "color": colors[3]})
+    left.set_title(r"uniform bound: pays for the worst $\theta \in \Theta$")
+    for r in (0.3, 0.6, 0.9):
+        _circle(right, (0, 0), r, color=colors[0], ls="--", lw=1)
+    box = {"fc": "white", "ec": "none", "alpha": 0.85, "pad": 1.5}
+    right.annotate(r"prior $\varpi$, fixed in advance", (0.0, 0.9), xytext=(-1.2, 1.12), color=colors[0])
+    for r in (0.06, 0.12):
+        _circle(right, trained, r, color=colors[2], lw=1.5)
+    right.annotate(r"posterior $\varrho$ around $\hat\theta$", trained + 0.1, xytext=(0.12, 0.78),
+                   color=colors[2], bbox=box, arrowprops={"arrowstyle": "->", "color": colors[2]})
+    right.annotate("", xy=trained, xytext=(0, 0), arrowprops={"arrowstyle": "->", "color": colors[1], "lw": 1.5})
+    right.annotate(r"price $\mathrm{KL}(\varrho\,\Vert\,\varpi)/n$", (0.1, 0.05), xytext=(-0.2, -0.45),
+                   color=colors[1], bbox=box)
+    right.set_title(r"PAC-Bayes: pays for $\varrho$'s distance to $\varpi$")
+    fig.tight_layout()
     return fig

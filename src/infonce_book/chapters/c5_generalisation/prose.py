@@ -10,7 +10,8 @@ import pandas as pd
 from ...experiment.prose import join_words
 
 __all__ = ["informative_glue", "informative_sentence", "gap_glue", "other_temperature_sentence", "k_sweep_sentence",
-           "gap_sweep_sentence", "seeds_needed_sentence", "oracle_sentence", "target_sentence"]
+           "gap_sweep_sentence", "seeds_needed_sentence", "oracle_sentence", "target_sentence",
+           "cv_ratio_sentence"]
 
 #: The certificates the sentence names, in its order: (column of informative_n, label).
 _NAMED = (("derandomised", "derandomised certificate"), ("Bernstein", "randomised Bernstein certificate"),
@@ -68,7 +69,7 @@ def gap_glue(summary: pd.DataFrame, tau_star: float, sphere: str = "vmf") -> dic
     other = vmf[~np.isclose(vmf.tau, tau_star)]
     return {"n_gap_mean": float(star.n_gap_cv.mean()),
             "n_gap_tau1": f"{other.n_gap_cv.mean():.2f}" if len(other) else
-            "not measured at this profile, which trains at tau = 1/kappa only"}
+            "not measured in this run, which trains at τ = 1/κ only"}
 
 
 
@@ -157,3 +158,29 @@ def target_sentence(values: dict) -> str:
                "the mean is within the quarter nat we aimed for, the upper end of the interval is not"
                if d <= 0.25 else "it misses the quarter nat we aimed for")
     return f"It lands {d:.3f} nats above the oracle (95% interval over seeds {lo:.3f} to {hi:.3f}): {verdict}."
+
+
+def cv_ratio_sentence(summary: pd.DataFrame, tau: float, k: int = 16, sphere: str = "vmf") -> str:
+    """The exercise on the control variate: the ratio of the gap's standard error without and with
+    the control variate, per n, at temperature ``tau`` and ``k`` negatives, as one sentence that
+    comments on any ratio below 1 (a standard error from a few seeds is itself noisy).
+
+    Args: summary from :func:`~.tables.gap_summary` (columns ``model, tau, k, n, seeds, gap_se,
+    gap_cv_se``). Returns a sentence; rows whose standard errors need a second seed are skipped.
+    """
+    rows = summary[(summary.model == sphere) & np.isclose(summary.tau, tau) & (summary.k == k)]
+    rows = rows.dropna(subset=["gap_se", "gap_cv_se"]).sort_values("n")
+    rows = rows[rows.gap_cv_se > 0]
+    if not len(rows):
+        return "This run has no cell with two seeds, so no ratio can be computed from it."
+    ratios = rows.gap_se / rows.gap_cv_se
+    parts = [f"{r:.2g} at n = {int(n):,}" for r, n in zip(ratios, rows.n)]
+    seeds = join_words([f"{int(s)}" for s in sorted(set(rows.seeds))])
+    text = (f"In this run, at k = {k}, the ratio is {join_words(parts)}, from {seeds} seeds per cell.")
+    low = [f"n = {int(n):,}" for r, n in zip(ratios, rows.n) if r < 1]
+    if low:
+        text += (f" The ratio is below 1 at {join_words(low)}, against a prediction above 1. A standard"
+                 " error from S seeds has S - 1 degrees of freedom, so two of them from a handful of seeds"
+                 " can differ by a large factor by chance; and the gap with the control variate also"
+                 " carries the Monte Carlo error of its test average, which does not fall with n.")
+    return text

@@ -21,7 +21,7 @@ and its tests.
 
 from ...learning.embeddings import SphereMLP
 from ...theory.stats import seeds_needed
-from .figures import fig_kl, fig_rate, fig_search, fig_training, fig_trends, fig_view
+from .figures import fig_idea, fig_kl, fig_rate, fig_search, fig_training, fig_trends, fig_view
 from .glue import (
     describe,
     exercise_numbers,
@@ -59,7 +59,7 @@ __all__ = [
     "false_negative_summary", "one_temperature_note", "learned_embeddings_phrase", "verdict_summary",
     "kl_ratio_text",
     # figures
-    "fig_training", "fig_trends", "fig_rate", "fig_search", "fig_kl", "fig_view",
+    "fig_training", "fig_trends", "fig_rate", "fig_search", "fig_kl", "fig_view", "fig_idea",
     # re-exported
     "seeds_needed", "SphereMLP",
 ]

@@ -7,12 +7,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+import torch
 from matplotlib.lines import Line2D
 
-from ...experiment.style import MARKERS, palette
+from ...datasets import digits
+from ...experiment.style import MARKERS, PALETTE, palette
 from ...theory.stats import Estimate
 
-__all__ = ["fig_training", "fig_trends", "fig_rate", "fig_search", "fig_kl", "fig_view"]
+__all__ = ["fig_training", "fig_trends", "fig_rate", "fig_search", "fig_kl", "fig_view", "fig_idea"]
 
 
 def fig_training(trained: pd.DataFrame, *, title: str = ""):
@@ -163,4 +165,59 @@ def fig_view(view, *, title: str = ""):
     ax.set_ylabel("second principal component")
     if title:
         ax.set_title(title)
+    return fig
+
+
+def fig_idea(k: int = 7, tau: float = 0.1, seed: int = 0):
+    """The chapter's idea in one picture: the digits task as a search. A query (an augmented
+    digit), a database of ``k + 1`` items (another augmentation of the same image, the positive,
+    planted among augmentations of ``k`` other images), and the softmax search's weights
+    ``Q_k(x, x_j)`` at temperature ``tau`` with raw pixels, normalised, as the embedding (before any
+    training). Deterministic in ``seed`` (its own generator; global random state untouched).
+
+    Raises:
+        ValueError: ``k`` not an integer in 1..12, or ``tau <= 0``.
+    """
+    if int(k) != k or not 1 <= k <= 12:
+        raise ValueError(f"fig_idea: k must be an integer in 1..12, got {k!r}")
+    if not tau > 0:
+        raise ValueError(f"fig_idea: tau must be > 0, got {tau!r}")
+    images, labels = digits.load_digits()
+    gen = torch.Generator().manual_seed(seed)
+    pick = torch.randperm(images.shape[0], generator=gen)
+    anchor_image = pick[0]
+    others = [int(i) for i in pick[1:] if labels[i] != labels[anchor_image]][:k]
+    views = digits.augment(images[[int(anchor_image)] * 2 + others], gen)
+    order = torch.randperm(k + 1, generator=gen)  # where the positive sits in the database
+    database = views[1:][order]
+    emb = torch.nn.functional.normalize(views.flatten(1), dim=1)
+    q = torch.softmax(emb[1:][order] @ emb[0] / tau, 0).numpy()
+    positive = int((order == 0).nonzero()[0, 0])
+    colors = sns.color_palette(PALETTE)
+    fig = plt.figure(figsize=(11, 3.8))
+    grid = fig.add_gridspec(2, k + 3, height_ratios=[1, 1.1], wspace=0.25, hspace=0.45)
+    ax = query_ax = fig.add_subplot(grid[0, 0])
+    ax.imshow(views[0].numpy(), cmap="gray_r", vmin=0, vmax=1)
+    ax.set_title(r"query $x$")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    row = [fig.add_subplot(grid[0, j + 2]) for j in range(k + 1)]
+    for j, ax in enumerate(row):
+        ax.imshow(database[j].numpy(), cmap="gray_r", vmin=0, vmax=1)
+        ax.set_title(r"$x^+$" if j == positive else rf"$x^-_{{{j + 1 - (j > positive)}}}$",
+                     color=colors[2] if j == positive else "k")
+        ax.set_xticks([])
+        ax.set_yticks([])
+    bx = fig.add_subplot(grid[1, 2:])
+    bar_colors = [colors[2] if j == positive else colors[0] for j in range(k + 1)]
+    bx.bar(range(k + 1), q, color=bar_colors, edgecolor="k", lw=0.5)
+    bx.set_xlim(-0.5, k + 0.5)
+    bx.set_xticks([])
+    bx.set_ylabel(r"$\hat Q_k(x, \cdot)$")
+    bx.set_title(rf"the search's weights (raw pixels, $\tau = {tau:g}$); InfoNCE trains it to find $x^+$",
+                 fontsize="small")
+    fig.canvas.draw()  # positions of the axes, for the arrow between query and database
+    a, b = query_ax.get_position(), row[0].get_position()
+    fig.text((a.x1 + b.x0) / 2, (a.y0 + a.y1) / 2, r"$\longrightarrow$", fontsize=22, ha="center",
+             va="center")
     return fig

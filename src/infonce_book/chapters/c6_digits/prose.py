@@ -20,7 +20,7 @@ def one_temperature_note(taus) -> str:
     if len(values) > 1:
         return ""
     return (f" This run trained at one temperature only (τ = {values[0]:g}), so where the page compares "
-            f"the lowest and the highest temperature below, both are that one (the standard profile "
+            f"the lowest and the highest temperature below, both are that one (the full-size run "
             f"trains at two).")
 
 
