@@ -165,8 +165,9 @@ def ledger_temperature(ledger, table: pd.DataFrame, models: dict, k: int, heavy:
                       quantity="mean generalisation gap of the trained embedding (nats) against 2 x complexity",
                       predicted=pred, measured=est, rule=Rule.bound("ci_high", "<="),
                       params={"data": name, "tau": float(tau), "k": k, "seeds": len(sub)})
-        out[f"gap_{tag}"] = est.mean
-        out[f"bound_{tag}"] = pred
+        glue_tag = f"{name}_tau{tau:g}".replace(".", "p")
+        out[f"gap_{glue_tag}"] = est.mean
+        out[f"bound_{glue_tag}"] = pred
     rise = {}
     for name in dict.fromkeys(table.data):
         rise[name] = _paired_increase(table, name)
@@ -182,7 +183,14 @@ def ledger_temperature(ledger, table: pd.DataFrame, models: dict, k: int, heavy:
     ledger.record(claim="C5", id="C5-temperature-tails", quantity=f"gap increase ({heavy}) minus ({light})",
                   predicted=0.0, measured=diff, rule=Rule.one_sided("ci_low", ">"),
                   params={"heavy": heavy, "light": light})
-    out.update(tails=diff.mean, tails_low=diff.ci_low, tails_high=diff.ci_high)
+    out.update(tails=diff.mean, tails_low=diff.ci_low, tails_high=diff.ci_high,
+               rise_ratio=rise[heavy].mean / rise[light].mean)
+    hi_tau, lo_tau = table.tau.max(), table.tau.min()
+    bounds = {name: table[(table.data == name) & (table.tau == lo_tau)].complexity.iloc[0] for name in (heavy, light)}
+    out["bound_ratio_laws"] = float(bounds[heavy] / bounds[light])
+    out["bound_growth"] = float(table[(table.data == light) & (table.tau == lo_tau)].complexity.iloc[0]
+                                / table[(table.data == light) & (table.tau == hi_tau)].complexity.iloc[0])
+    out.update(tau_low=float(lo_tau), tau_high=float(hi_tau))
     low = table[table.tau == table.tau.min()]
     for name, model in models.items():
         if model.identity_embedding:
