@@ -16,6 +16,7 @@ _LAWS = {"gaussian": ("o", "Gaussian inputs"), "student_t": ("s", r"Student-$t$ 
          "vmf": ("^", r"sphere $S^2$ (vMF)")}
 _CLASSES = {"frobenius": ("o", r"$\|W\|_F \leq b$ (fixed budget)"),
             "normalised": ("s", r"$\|A - I\|_F \leq r$ (no fixed budget)")}
+_BOUNDS = {"frobenius": "dimension-free bound", "normalised": "vector-contraction bound"}
 
 
 def fig_temperature_sweep(table):
@@ -63,7 +64,7 @@ def fig_dimension_sweep(table):
         sub = table[table.cls == cls].sort_values("dim")
         axes[0].errorbar(sub.dim, sub.value, yerr=[sub.value - sub.ci_low, sub.ci_high - sub.value],
                          fmt=marker + "-", color=colour, ms=5, capsize=3, label=r"$\hat R_n$, " + label)
-        axes[0].plot(sub.dim, sub.bound, marker + "--", color=colour, ms=4, mfc="none", label="its bound")
+        axes[0].plot(sub.dim, sub.bound, marker + "--", color=colour, ms=4, mfc="none", label=_BOUNDS[cls])
         axes[1].errorbar(sub.dim, sub.gap_mean, yerr=[sub.gap_mean - sub.gap_low, sub.gap_high - sub.gap_mean],
                          fmt=marker + "-", color=colour, ms=5, capsize=3, label=label)
     dims = sorted(table.dim.unique())
@@ -76,7 +77,7 @@ def fig_dimension_sweep(table):
         ax.set_xscale("log", base=2)
         ax.set_xticks(dims, [f"{d:g}" for d in dims])
         ax.set_xlabel(r"embedding dimension $d$ (data on $S^{d-1}$)")
-    axes[0].legend(fontsize="x-small", loc="center left", bbox_to_anchor=(0.0, 0.62))
-    axes[1].legend(fontsize="small")
+    axes[0].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
+    axes[1].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3))
     fig.tight_layout()
     return fig
