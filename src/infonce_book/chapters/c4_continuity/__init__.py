@@ -8,11 +8,17 @@ classes' sizes among them) next to its models and passes both to the runners. Mo
 (a configuration in, a tidy table out, cached; the predictions; the values the page quotes),
 :mod:`.ledger` (the claims-ledger records and their verdict rules) and :mod:`.figures`
 (``fig_*``); the two side claims (temperature and norms; dimension) in :mod:`.side_claims`
-(runners) and :mod:`.side_figures`. Every name the page uses is re-exported here.
+(runners; their records in :mod:`.ledger`, their figures in :mod:`.figures`). Every name the page uses is re-exported here.
 """
 
 from .config import SIZES, STEM, ContinuitySetup, SideClaimsSetup, setup
-from .figures import fig_continuity_ratios, fig_lipschitz_vs_k, fig_rademacher_sweeps
+from .figures import (
+    fig_continuity_ratios,
+    fig_dimension_sweep,
+    fig_lipschitz_vs_k,
+    fig_rademacher_sweeps,
+    fig_temperature_sweep,
+)
 from .ledger import (
     ledger_dimension,
     ledger_lipschitz,
@@ -40,7 +46,6 @@ from .runners import (
     sparse_average_ratio_limit,
 )
 from .side_claims import dimension_sweep, temperature_constants, temperature_sweep
-from .side_figures import fig_dimension_sweep, fig_temperature_sweep
 
 __all__ = ["PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "SideClaimsSetup", "dimension_sweep",
            "fig_dimension_sweep", "fig_temperature_sweep", "ledger_dimension", "ledger_temperature",

@@ -101,7 +101,7 @@ def similarity_contraction_bound(n, k, tau, *, frobenius_radius: float, variant:
 
     Examples:
         >>> round(similarity_contraction_bound(128, 16, 1.0, frobenius_radius=1.0), 4)
-        0.4061
+        0.406
     """
     check_choice(variant, "variant", VARIANTS)
     n, k = check_k(n, "n"), check_k(k)
