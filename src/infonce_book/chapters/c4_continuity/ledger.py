@@ -183,6 +183,8 @@ def ledger_temperature(ledger, table: pd.DataFrame, models: dict, k: int, heavy:
     ledger.record(claim="C5", id="C5-temperature-tails", quantity=f"gap increase ({heavy}) minus ({light})",
                   predicted=0.0, measured=diff, rule=Rule.one_sided("ci_low", ">"),
                   params={"heavy": heavy, "light": light})
+    out["tails_word"] = "exceeds" if diff.ci_low > 0 else "is not shown to exceed"
+    out["grows_word"] = "agree with" if all(e.ci_low > 0 for e in rise.values()) else "do not all agree with"
     out.update(tails=diff.mean, tails_low=diff.ci_low, tails_high=diff.ci_high,
                rise_ratio=rise[heavy].mean / rise[light].mean)
     hi_tau, lo_tau = table.tau.max(), table.tau.min()
@@ -256,6 +258,11 @@ def ledger_dimension(ledger, side: SideClaimsSetup, table: pd.DataFrame, tau: fl
                   quantity="gap at the largest d minus gap at the smallest, norm-constrained class (nats)",
                   predicted=0.0, measured=diff, rule=Rule.one_sided("ci_high", "<", tol=side.margin_gap),
                   params={"dims": [dims[0], dims[-1]], "margin": side.margin_gap, "tau": tau})
+    out["free_slope_word"] = ("below the margin, so the complexity does not grow with the dimension"
+                              if out["free_slope_high"] < side.margin_slope else
+                              "not below the margin, so the test does not show that it stays flat")
+    out["free_trend_word"] = "here it falls" if out["free_slope_high"] < 0 else "it is not shown to fall"
+    out["free_gap_word"] = "within" if diff.ci_high < side.margin_gap else "not within"
     out.update(free_gap_diff=diff.mean, free_gap_diff_low=diff.ci_low, free_gap_diff_high=diff.ci_high,
                margin_slope=side.margin_slope, margin_gap=side.margin_gap)
     return out
