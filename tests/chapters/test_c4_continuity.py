@@ -5,10 +5,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from infonce_book.chapters import c4_continuity as chapter
 from infonce_book.experiment.ledger import Ledger
-from infonce_book.models import GaussianModel, StudentTModel
+from infonce_book.models import GaussianModel, StudentTModel, VonMisesFisher
 from infonce_book.theory.bounds import max_negative_weight
 
 
@@ -84,3 +85,58 @@ def test_the_opening_diagram_shows_the_average_form_below_the_max_form_for_one_m
     for bad in ({"k": 1}, {"beta": 0.0}, {"eps": 0.0}, {"eps": 0.6}):
         with pytest.raises(ValueError, match="k must|beta must|eps must"):
             chapter.fig_idea(**bad)
+
+
+_LAWS = {"gaussian": GaussianModel(8, 0.8), "student_t": StudentTModel(8, 4.0, 0.8),
+         "vmf": VonMisesFisher(dim=3, kappa=4.0)}
+
+
+def test_temperature_constants_on_the_sphere_and_at_low_temperature():
+    setup = chapter.ContinuitySetup()
+    gen = torch.Generator().manual_seed(0)
+    data = tuple(_LAWS["vmf"].sample_tuples(50, 16, generator=gen))
+    # sphere, L = 1/(1 - r) = 2, omega_k = 1: Lambda_star = beta (3 L + min(L, p_max k L)) = 8 beta
+    for tau in (1.0, 0.1):
+        c = chapter.temperature_constants(setup, _LAWS["vmf"], tau, 16, 128, data)
+        assert c["lambda_star"] == pytest.approx(8.0 / tau, rel=1e-12) and c["neg_star"] == pytest.approx(2.0)
+        assert c["complexity"] == min(c["covering"], c["vector"])
+    data = tuple(_LAWS["student_t"].sample_tuples(50, 16, generator=gen))
+    c = chapter.temperature_constants(setup, _LAWS["student_t"], 0.05, 16, 128, data)
+    assert c["neg_star"] == pytest.approx(float(data[2].norm(dim=-1).max(dim=1).values.mean()), rel=1e-12)
+
+
+def test_temperature_sweep_and_its_records():
+    table = chapter.temperature_sweep.uncached(
+        setup=chapter.ContinuitySetup(), side=chapter.SideClaimsSetup(), models=_LAWS, taus=[1.0, 0.1],
+        k=4, n=16, n_test=64, n_seeds=2, steps=3, n_lip=40, device="cpu", seed=0)
+    assert len(table) == 3 * 2 * 2 and np.isfinite(table.gap).all()
+    ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
+    out = chapter.ledger_temperature(ledger, table, _LAWS, k=4)
+    ids = {r.id for r in ledger.records}
+    assert {"C5-temperature-tails", "C5-temperature-gap-grows-vmf", "C5-temperature-negatives-max-gaussian",
+            "C5-temperature-gap-bound-student_t-tau0.1"} <= ids
+    assert out["tau_low"] == 0.1 and out["tau_high"] == 1.0
+    # a gap that falls as tau falls fails the growth record
+    falling = table.assign(gap=np.where(table.tau == 0.1, -1.0, 1.0) + 0.01 * table.seed_index)
+    ledger2 = Ledger(chapter="test2", profile="smoke", device="cpu", seed=0)
+    chapter.ledger_temperature(ledger2, falling, _LAWS, k=4)
+    assert not {r.id: r for r in ledger2.records}["C5-temperature-gap-grows-gaussian"].passed
+
+
+def test_dimension_sweep_and_its_records():
+    side = chapter.SideClaimsSetup()
+    table = chapter.dimension_sweep.uncached(side=side, sphere_model=_LAWS["vmf"], dims=[2, 4, 8], n=16, k=3,
+                                             n_sigma=2, rad_steps=3, n_seeds=2, steps=3, n_test=64, tau=1.0,
+                                             device="cpu", seed=0)
+    assert list(table.cls) == ["frobenius", "normalised"] * 3
+    assert (table.ci_high[table.cls == "frobenius"] <= table.bound[table.cls == "frobenius"]).all()
+    ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
+    out = chapter.ledger_dimension(ledger, side, table, tau=1.0)
+    recs = {r.id: r for r in ledger.records}
+    assert recs["C5-dimension-free-below-bound"].passed and out["margin_slope"] == side.margin_slope
+    # a complexity that grows like d (slope 1) fails "does not grow with d"
+    grows = table.assign(value=table.dim * 0.01, se=1e-4)
+    ledger2 = Ledger(chapter="test2", profile="smoke", device="cpu", seed=0)
+    chapter.ledger_dimension(ledger2, side, grows, tau=1.0)
+    recs2 = {r.id: r for r in ledger2.records}
+    assert not recs2["C5-dimension-free-slope"].passed and not recs2["C5-dimension-unconstrained-slope"].passed

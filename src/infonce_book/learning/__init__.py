@@ -6,6 +6,7 @@ and Gaussian-posterior PAC-Bayes certificates of a trained embedding (:mod:`~.pa
 from .embeddings import (
     BallLinear,
     BallMLP,
+    FrobeniusLinear,
     NormalisedLinear,
     SphereMLP,
     SphereMLPEnsemble,
@@ -34,7 +35,7 @@ from .training import (
     fit_temperature,
 )
 
-__all__ = ["BallLinear", "BallMLP", "NormalisedLinear", "SphereMLP", "SphereMLPEnsemble", "loss_per_tuple",
+__all__ = ["BallLinear", "BallMLP", "FrobeniusLinear", "NormalisedLinear", "SphereMLP", "SphereMLPEnsemble", "loss_per_tuple",
            "reference_embedding", "adam_loop", "cosine_schedule",
            "empirical_rademacher", "EnsembleFitResult", "FitResult", "PlateauStop", "fit", "fit_ensemble",
            "fit_linear_embedding", "fit_linear_embeddings", "fit_temperature",

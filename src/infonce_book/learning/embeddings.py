@@ -18,6 +18,8 @@ Classes:
   dependence on the input norm or on the dimension.
 * :class:`BallLinear`: ``phi_W(x) = Pi(W x)`` with ``Pi(z) = z / max(1, |z|)`` the (1-Lipschitz)
   projection onto the unit ball; ``L(x) = |x|`` -- unbounded for Gaussian inputs.
+* :class:`FrobeniusLinear`: ``phi_W(x) = W x`` with ``|W|_F <= b <= 1`` on inputs in the unit
+  ball; ``L(x) = |x|``; a fixed norm budget whatever the dimensions.
 * :class:`BallMLP`: ``phi(x) = Pi(W2 tanh(W1 x))`` with ``h`` hidden units;
   ``L(x) = sqrt(h + b^2 |x|^2)`` with ``b = |W2^0|_op + radius`` bounding ``|W2|_op`` on ``Theta``.
 
@@ -205,6 +207,47 @@ class BallMLP(_BallClass):
         """``L(x) = sqrt(hidden + b^2 |x|^2)``: shape ``x.shape[:-1]``."""
         r2 = (self._check_input(x) ** 2).sum(-1)
         return torch.sqrt(self.hidden + self.w2_bound**2 * r2)
+
+
+class FrobeniusLinear(_BallClass):
+    """``phi_W(x) = W x`` with ``|W|_F <= radius <= 1``, on inputs in the closed unit ball of
+    ``R^dim_in``: a norm-constrained linear class into the unit ball of ``R^dim_out``.
+
+    ``|W x| <= |W|_op |x| <= |W|_F <= 1``, so similarities lie in ``[-1, 1]``; the similarity
+    ``<W x, W y> = <W^T W, y x^T>_F`` is linear in ``M = W^T W``, with ``|M|_F <= |W|_F^2``, which
+    gives a complexity bound free of both dimensions (book, Theorem ``c4-thm-dimension-free``).
+    ``L(x) = |x|``. The centre of the parameter ball is ``W = 0``, where the gradient of every
+    similarity vanishes: an optimiser must start elsewhere (e.g. at ``random_parameters``).
+
+    Args:
+        dim_in, dim_out: dimensions >= 1. radius: the Frobenius budget, in (0, 1].
+    Raises:
+        ValueError: a dimension < 1, a radius outside (0, 1]; in ``forward``, an input of norm > 1.
+    """
+
+    def __init__(self, dim_in: int, dim_out: int, radius: float = 1.0, *, dtype=torch.float64):
+        super().__init__()
+        dim_in, dim_out = check_k(dim_in, "dim_in"), check_k(dim_out, "dim_out")
+        radius = _check_radius(radius)
+        if radius > 1.0:
+            raise ValueError(f"radius must be in (0, 1] (embeddings in the unit ball), got radius={radius!r}")
+        self.input_dim, self.output_dim = dim_in, dim_out
+        self._init_ball(torch.zeros(dim_out * dim_in, dtype=dtype), radius)
+
+    def __repr__(self) -> str:
+        return f"FrobeniusLinear(dim_in={self.input_dim}, dim_out={self.output_dim}, radius={self.radius:g})"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self._check_input(x)
+        big = float(torch.linalg.vector_norm(x, dim=-1).max()) if x.numel() else 0.0
+        if big > 1.0 + 1e-9:
+            raise ValueError(f"inputs must lie in the closed unit ball, got a norm of {big:.6g}")
+        W = self.theta_param.reshape(self.output_dim, self.input_dim)
+        return x @ W.T
+
+    def lipschitz(self, x: torch.Tensor) -> torch.Tensor:
+        """``L(x) = |x|``: shape ``x.shape[:-1]``."""
+        return torch.linalg.vector_norm(self._check_input(x), dim=-1)
 
 
 def reference_embedding(model):

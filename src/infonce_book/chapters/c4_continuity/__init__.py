@@ -7,13 +7,28 @@ classes' sizes among them) next to its models and passes both to the runners. Mo
 :mod:`.config` (``STEM``, ``SIZES``, :func:`setup`, :class:`ContinuitySetup`), :mod:`.runners`
 (a configuration in, a tidy table out, cached; the predictions; the values the page quotes),
 :mod:`.ledger` (the claims-ledger records and their verdict rules) and :mod:`.figures`
-(``fig_*``). Every name the page uses is re-exported here.
+(``fig_*``); the two side claims (temperature and norms; dimension) in :mod:`.side_claims`
+(runners; their records in :mod:`.ledger`, their figures in :mod:`.figures`). Every name the page uses is re-exported here.
 """
 
-from .config import SIZES, STEM, ContinuitySetup, setup
-from .figures import fig_continuity_ratios, fig_idea, fig_lipschitz_vs_k, fig_rademacher_sweeps
+from .config import SIZES, STEM, ContinuitySetup, SideClaimsSetup, setup
+from .figures import (
+    fig_continuity_ratios,
+    fig_dimension_sweep,
+    fig_idea,
+    fig_lipschitz_vs_k,
+    fig_rademacher_sweeps,
+    fig_temperature_sweep,
+)
 from .headers import HEADERS
-from .ledger import ledger_lipschitz, ledger_perturbations, ledger_rademacher, ledger_segments
+from .ledger import (
+    ledger_dimension,
+    ledger_lipschitz,
+    ledger_perturbations,
+    ledger_rademacher,
+    ledger_segments,
+    ledger_temperature,
+)
 from .runners import (
     PERTURBATIONS,
     complexity_glue,
@@ -32,9 +47,11 @@ from .runners import (
     radius_glue,
     sparse_average_ratio_limit,
 )
+from .side_claims import dimension_sweep, temperature_constants, temperature_sweep
 
-__all__ = ["HEADERS",
-           "PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "complexity_glue", "complexity_table", "crossover_k",
+__all__ = ["HEADERS", "PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "SideClaimsSetup", "dimension_sweep",
+           "fig_dimension_sweep", "fig_temperature_sweep", "ledger_dimension", "ledger_temperature",
+           "temperature_constants", "temperature_sweep", "complexity_glue", "complexity_table", "crossover_k",
            "embedding_segments", "exercise_numbers", "expected_max_norm", "fig_continuity_ratios", "fig_idea",
            "fig_lipschitz_vs_k", "fig_rademacher_sweeps", "ledger_lipschitz", "ledger_perturbations",
            "ledger_rademacher", "ledger_segments", "lipschitz_check", "lipschitz_constants", "lipschitz_predictions",

@@ -3,15 +3,18 @@ runners into records and documents its verdict rule; each returns the values the
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from ...experiment.ledger import Rule
 from ...theory.stats import Estimate, fit_loglog_slope
-from .config import ContinuitySetup
-from .runners import sparse_average_ratio_limit
+from .config import ContinuitySetup, SideClaimsSetup
+from .runners import expected_max_norm, sparse_average_ratio_limit
 
-__all__ = ["ledger_lipschitz", "ledger_perturbations", "ledger_rademacher", "ledger_segments"]
+__all__ = ["ledger_dimension", "ledger_lipschitz", "ledger_perturbations", "ledger_rademacher", "ledger_segments",
+           "ledger_temperature"]
 
 
 def ledger_perturbations(ledger, setup: ContinuitySetup, table: pd.DataFrame, sphere: str = "vmf") -> dict:
@@ -132,4 +135,134 @@ def ledger_rademacher(ledger, setup: ContinuitySetup, table: pd.DataFrame) -> di
         out[f"bound_gap_{form}"] = 1.0 / worst
     covering = table[["bound_avg", "bound_max", "bound_embedding"]].min(axis=1)
     out["vector_advantage"] = float((covering / table.bound_vector).min())
+    return out
+
+
+def _paired_increase(table: pd.DataFrame, name: str) -> Estimate:
+    """Gap at the smallest tau minus gap at the largest, paired by seed (Student-t interval)."""
+    sub = table[table.data == name]
+    lo, hi = sub[sub.tau == sub.tau.min()].sort_values("seed_index"), sub[sub.tau == sub.tau.max()].sort_values(
+        "seed_index")
+    return Estimate.from_samples(lo.gap.to_numpy() - hi.gap.to_numpy(), t=True, method="paired seeds")
+
+
+def ledger_temperature(ledger, table: pd.DataFrame, models: dict, k: int, heavy: str = "student_t",
+                       light: str = "gaussian") -> dict:
+    """Ledger (the low-temperature side claim; table from :func:`~.side_claims.temperature_sweep`).
+
+    At every (law, tau): the mean gap over seeds (Student-t interval) below twice the complexity
+    term (bound, upper end: ``E gap <= 2 R_n``). Per law: the gap at the smallest tau exceeds the
+    gap at the largest (one-sided, paired by seed; the bound predicts growth). The increase is
+    larger for the heavy-tailed law ``heavy`` than for ``light`` (one-sided). For each Euclidean
+    law of ``models``, at the smallest tau: the mean negatives' part of ``Lambda_star / beta``
+    against its limit ``E max_{j <= k} |x_j|`` (quadrature; 99% interval)."""
+    out = {}
+    for (name, tau), sub in table.groupby(["data", "tau"]):
+        est = Estimate.from_samples(sub.gap.to_numpy(), t=True, method="seeds")
+        pred = 2.0 * float(sub.complexity.iloc[0])
+        tag = f"{name}-tau{tau:g}"
+        ledger.record(claim="C5", id=f"C5-temperature-gap-bound-{tag}",
+                      quantity="mean generalisation gap of the trained embedding (nats) against 2 x complexity",
+                      predicted=pred, measured=est, rule=Rule.bound("ci_high", "<="),
+                      params={"data": name, "tau": float(tau), "k": k, "seeds": len(sub)})
+        glue_tag = f"{name}_tau{tau:g}".replace(".", "p")
+        out[f"gap_{glue_tag}"] = est.mean
+        out[f"bound_{glue_tag}"] = pred
+    rise = {}
+    for name in dict.fromkeys(table.data):
+        rise[name] = _paired_increase(table, name)
+        ledger.record(claim="C5", id=f"C5-temperature-gap-grows-{name}",
+                      quantity="gap at the smallest tau minus gap at the largest (paired by seed)",
+                      predicted=0.0, measured=rise[name], rule=Rule.one_sided("ci_low", ">"),
+                      params={"data": name, "taus": sorted(float(v) for v in table.tau.unique())})
+        out[f"rise_{name}"] = rise[name].mean
+        out[f"rise_{name}_low"], out[f"rise_{name}_high"] = rise[name].ci
+    diff = Estimate(rise[heavy].mean - rise[light].mean, math.hypot(rise[heavy].se, rise[light].se),
+                    min(rise[heavy].n, rise[light].n), dof=min(rise[heavy].n, rise[light].n) - 1,
+                    method="independent seeds, conservative dof")
+    ledger.record(claim="C5", id="C5-temperature-tails", quantity=f"gap increase ({heavy}) minus ({light})",
+                  predicted=0.0, measured=diff, rule=Rule.one_sided("ci_low", ">"),
+                  params={"heavy": heavy, "light": light})
+    out["tails_word"] = "exceeds" if diff.ci_low > 0 else "is not shown to exceed"
+    out["grows_word"] = "agree with" if all(e.ci_low > 0 for e in rise.values()) else "do not all agree with"
+    out.update(tails=diff.mean, tails_low=diff.ci_low, tails_high=diff.ci_high,
+               rise_ratio=rise[heavy].mean / rise[light].mean)
+    hi_tau, lo_tau = table.tau.max(), table.tau.min()
+    bounds = {name: table[(table.data == name) & (table.tau == lo_tau)].complexity.iloc[0] for name in (heavy, light)}
+    out["bound_ratio_laws"] = float(bounds[heavy] / bounds[light])
+    out["bound_growth"] = float(table[(table.data == light) & (table.tau == lo_tau)].complexity.iloc[0]
+                                / table[(table.data == light) & (table.tau == hi_tau)].complexity.iloc[0])
+    out.update(tau_low=float(lo_tau), tau_high=float(hi_tau))
+    low = table[table.tau == table.tau.min()]
+    for name, model in models.items():
+        if model.identity_embedding:
+            continue
+        r = low[low.data == name].iloc[0]
+        pred = expected_max_norm(model, k)
+        ledger.record(claim="C5", id=f"C5-temperature-negatives-max-{name}",
+                      quantity="mean negatives' part of Lambda_star / beta at the smallest tau",
+                      predicted=pred, measured=Estimate(r.neg_star, r.neg_star_se, None, 0.99),
+                      params={"data": name, "tau": float(r.tau), "k": k, "level": 0.99})
+        out[f"max_norm_{name}"] = pred
+    return out
+
+
+def ledger_dimension(ledger, side: SideClaimsSetup, table: pd.DataFrame, tau: float) -> dict:
+    """Ledger (the dimension side claim; table from :func:`~.side_claims.dimension_sweep`).
+
+    Norm-constrained class (``frobenius``): every estimate's upper end below the dimension-free
+    bound and every mean gap's upper end below twice the bound (bounds); "does not grow with d":
+    the upper end of the 95% interval of the log-log slope of the estimate against d below
+    ``side.margin_slope``, and of the gap at the largest d minus at the smallest below
+    ``side.margin_gap`` (the upper one-sided test of an equivalence pair: the claim is one-sided).
+    Class without a fixed norm budget (``normalised``): its bounds grow with d (the vector bound
+    like ``sqrt d``, the covering bound like d); the upper end of its slope's interval below the
+    vector bound's rate 1/2, and every estimate below its bounds."""
+    out = {}
+    frob, norm = (table[table.cls == c].sort_values("dim") for c in ("frobenius", "normalised"))
+    dims = [int(v) for v in frob.dim]
+    worst = float((frob.ci_high / frob.bound).max())
+    ledger.record(claim="C5", id="C5-dimension-free-below-bound",
+                  quantity="largest (upper end of the R_n interval) / dimension-free bound",
+                  predicted=1.0, measured=Estimate.exact(worst), rule=Rule.bound("measured", "<="),
+                  params={"dims": dims, "tau": tau})
+    gap_worst = float((frob.gap_high / (2.0 * frob.bound)).max())
+    ledger.record(claim="C5", id="C5-dimension-free-gap-bound",
+                  quantity="largest (upper end of the mean gap's interval) / (2 x dimension-free bound)",
+                  predicted=1.0, measured=Estimate.exact(gap_worst), rule=Rule.bound("measured", "<="),
+                  params={"dims": dims, "tau": tau})
+    worst_u = float((norm.ci_high / norm[["bound", "bound_covering"]].min(axis=1)).max())
+    ledger.record(claim="C5", id="C5-dimension-unconstrained-below-bound",
+                  quantity="largest (upper end of the R_n interval) / min(vector, covering bound), no fixed budget",
+                  predicted=1.0, measured=Estimate.exact(worst_u), rule=Rule.bound("measured", "<="),
+                  params={"dims": dims, "tau": tau})
+    out.update(unconstrained_ratio=worst_u, free_ratio=worst, free_gap_ratio=gap_worst, free_bound=float(frob.bound.iloc[0]))
+    for name, sub in (("free", frob), ("unconstrained", norm)):
+        fit = fit_loglog_slope(sub.dim, sub.value, sub.se)
+        out.update({f"{name}_slope": fit.mean, f"{name}_slope_low": fit.ci_low, f"{name}_slope_high": fit.ci_high})
+        if name == "free":
+            ledger.record(claim="C5", id="C5-dimension-free-slope",
+                          quantity="log-log slope of R_n (lower estimate) against d, norm-constrained class",
+                          predicted=0.0, measured=fit, rule=Rule.one_sided("ci_high", "<", tol=side.margin_slope),
+                          params={"dims": dims, "margin": side.margin_slope, "tau": tau})
+        else:
+            ledger.record(claim="C5", id="C5-dimension-unconstrained-slope",
+                          quantity="log-log slope of R_n (lower estimate) against d, no fixed norm budget, "
+                          "against the vector-contraction bound's rate 1/2",
+                          predicted=0.5, measured=fit, rule=Rule.bound("ci_high", "<="),
+                          params={"dims": dims, "tau": tau})
+    first, last = frob.iloc[0], frob.iloc[-1]
+    diff = Estimate(last.gap_mean - first.gap_mean, math.hypot(last.gap_se, first.gap_se), int(first.n_seeds),
+                    dof=int(first.n_seeds) - 1, method="independent seeds, conservative dof")
+    ledger.record(claim="C5", id="C5-dimension-free-gap-flat",
+                  quantity="gap at the largest d minus gap at the smallest, norm-constrained class (nats)",
+                  predicted=0.0, measured=diff, rule=Rule.one_sided("ci_high", "<", tol=side.margin_gap),
+                  params={"dims": [dims[0], dims[-1]], "margin": side.margin_gap, "tau": tau})
+    out["free_slope_word"] = ("below the margin, so the complexity does not grow with the dimension"
+                              if out["free_slope_high"] < side.margin_slope else
+                              "not below the margin, so the test does not show that it stays flat")
+    out["free_trend_word"] = "here it falls" if out["free_slope_high"] < 0 else "it is not shown to fall"
+    out["free_gap_word"] = "within" if diff.ci_high < side.margin_gap else "not within"
+    out.update(free_gap_diff=diff.mean, free_gap_diff_low=diff.ci_low, free_gap_diff_high=diff.ci_high,
+               margin_slope=side.margin_slope, margin_gap=side.margin_gap)
     return out

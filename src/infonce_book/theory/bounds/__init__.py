@@ -13,7 +13,7 @@
 Every name is importable from this package (``from infonce_book.theory.bounds import X``).
 """
 
-from .complexity import rademacher_covering_bound, vector_contraction_bound
+from .complexity import rademacher_covering_bound, similarity_contraction_bound, vector_contraction_bound
 from .continuity import (
     CONTINUITY_KINDS,
     TUNABLE_GAMMAS,
@@ -34,6 +34,6 @@ __all__ = [
     "kl_softmax_bound", "kl_softmax_sharp_bound", "antipodal_kl", "two_point_kl",
     "CONTINUITY_KINDS", "continuity_bound", "loss_lipschitz_constant", "max_negative_weight",
     "embedding_lipschitz_constant", "TUNABLE_GAMMAS", "tunable_lipschitz_constant",
-    "rademacher_covering_bound", "vector_contraction_bound",
+    "rademacher_covering_bound", "vector_contraction_bound", "similarity_contraction_bound",
     "loss_range", "theorem1_terms",
 ]

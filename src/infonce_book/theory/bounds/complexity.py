@@ -1,5 +1,7 @@
 """Bounds on the Rademacher complexity of the loss class: by a covering of the parameter ball
-(Theorem ``c4-thm-rademacher``) and by vector contraction (Theorem ``c4-thm-vector``).
+(Theorem ``c4-thm-rademacher``), by vector contraction (Theorem ``c4-thm-vector``) and, free of the
+dimensions for a norm-constrained linear class, by contraction in the similarities (Theorem
+``c4-thm-dimension-free``).
 """
 
 from __future__ import annotations
@@ -75,3 +77,35 @@ def vector_contraction_bound(n, k, tau, *, radius: float, dim_out: int, m2_ancho
     kp = k * max_negative_weight(k, tau, variant=variant)
     width = 2.0 * math.sqrt(ma) + math.sqrt(mp) + math.sqrt(kp * mn)
     return float(math.sqrt(2.0) * beta * post * radius * math.sqrt(dim_out / n) * width)
+
+
+def similarity_contraction_bound(n, k, tau, *, frobenius_radius: float, variant: str = "standard") -> float:
+    """Upper bound on the empirical Rademacher complexity of the loss class of
+    ``phi_W(x) = W x``, ``|W|_F <= b <= 1``, on inputs in the unit ball, free of both dimensions:
+
+    ``R_hat_n <= sqrt(2) beta b^2 (1 + sqrt(k p_max)) / sqrt(n)``, ``k p_max <= min(k, e^{2 beta})``.
+
+    The similarities ``<W x, W y> = <W^T W, y x^T>_F`` are linear in ``M = W^T W`` with
+    ``|M|_F <= b^2`` and ``|y x^T|_F <= 1``; the loss is a Lipschitz function of the similarity
+    vector with the weights ``p_j <= p_max`` (Maurer's vector contraction with the negatives'
+    coordinates scaled down). Decoupled variant: ``q_max`` for ``p_max``.
+
+    Args:
+        n: tuples >= 1. k: negatives >= 1. tau: temperature. frobenius_radius: b in (0, 1].
+        variant: "standard" or "decoupled".
+    Returns:
+        the bound, in nats.
+    Raises:
+        ValueError: an argument outside its range (named in the message).
+    Source: book, Theorem ``c4-thm-dimension-free`` (Maurer 2016, Corollary 1).
+
+    Examples:
+        >>> round(similarity_contraction_bound(128, 16, 1.0, frobenius_radius=1.0), 4)
+        0.406
+    """
+    check_choice(variant, "variant", VARIANTS)
+    n, k = check_k(n, "n"), check_k(k)
+    beta = 1.0 / check_tau(tau)
+    b = check_scalar(frobenius_radius, "frobenius_radius", gt=0, le=1)
+    kp = k * max_negative_weight(k, tau, variant=variant)
+    return float(math.sqrt(2.0) * beta * b * b * (1.0 + math.sqrt(kp)) / math.sqrt(n))

@@ -23,6 +23,7 @@ from ._symbols import _v as _v  # the tests build moments from it
 from ._symbols import a, beta, eps, k, kappa, t, tau, u1, u2, u3, u4, v2, v3, v4, v5, v6
 from .continuity import (
     block_scaling_optimum,
+    dimension_free_checks,
     donsker_varadhan_gap,
     embedding_gradients,
     gateaux_derivative,
@@ -99,7 +100,7 @@ __all__ = [
     "sharp_kl_bound", "cone_embedding_residual", "decoupled_derivative_residual", "vmf3_decoupled_rate_constant",
     # Chapter 4: continuity
     "gateaux_derivative", "softmax_weight_bound", "donsker_varadhan_gap", "normalisation_jacobian",
-    "embedding_gradients", "weight_bound_gaps", "block_scaling_optimum",
+    "embedding_gradients", "weight_bound_gaps", "block_scaling_optimum", "dimension_free_checks",
     # Chapter 5: generalisation
     "loss_range_width", "snis_bias_identities", "gaussian_ratio_second_moment", "search_correction_identities",
     "unexpected_bernstein_identities", "normalisation_curvature",

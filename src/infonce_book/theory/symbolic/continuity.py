@@ -1,7 +1,8 @@
 """Chapter 4, continuity of the loss: its derivative in the similarities (Proposition
 ``c4-prop-continuity``) and in the embeddings (Proposition ``c4-prop-embedding``), the softmax
 weight bounds, Donsker--Varadhan, the Jacobian of the normalisation (Lemma ``c4-lem-classes``) and
-the block scalings of the vector-contraction route (Theorem ``c4-thm-vector``).
+the block scalings of the vector-contraction route (Theorem ``c4-thm-vector``) and the steps of
+the dimension-free bound (Theorem ``c4-thm-dimension-free``).
 """
 
 from __future__ import annotations
@@ -131,3 +132,39 @@ def block_scaling_optimum():
     y = (sp.sqrt(a2), sp.sqrt(b2), sp.sqrt(k) * sp.sqrt(c2))
     squares = sum((x[i] * y[j] - x[j] * y[i]) ** 2 for i in range(3) for j in range(i + 1, 3))
     return at_opt, sp.simplify(sp.expand(F - bound - squares))
+
+
+def dimension_free_checks(n_neg: int = 3, dim: int = 3, dim_out: int = 2):
+    """The symbolic steps of the dimension-free bound (book, Theorem ``c4-thm-dimension-free``).
+
+    Returns ``(gradient, bilinear, outer, at_optimum, lagrange)``, each of which simplifies to 0
+    (checked by the tests):
+
+    * ``gradient``: the squared norm of the loss's gradient in the similarities minus
+      ``beta^2 ((1 - p0)^2 + sum_j p_j^2)`` (``n_neg`` negatives, standard variant);
+    * ``bilinear``: ``<W x, W y> - <W^T W, y x^T>_F`` for a symbolic ``dim_out x dim`` matrix;
+    * ``outer``: ``|y x^T|_F^2 - |x|^2 |y|^2`` in ``R^dim``;
+    * ``at_optimum``: ``(1/a^2 + p/c^2)(a^2 + k c^2) - (1 + sqrt(k p))^2`` at
+      ``a^2 : c^2 = 1 : sqrt(p/k)``;
+    * ``lagrange``: the same difference minus its Lagrange sum of squares (so it is >= 0 for every
+      scaling, by Cauchy--Schwarz).
+    """
+    s = sp.symbols(f"s0:{n_neg + 1}", real=True)
+    loss = -beta * s[0] + sp.log(sum(sp.exp(beta * v) for v in s))
+    z = sum(sp.exp(beta * v) for v in s)
+    p = [sp.exp(beta * v) / z for v in s]
+    grad2 = sum(sp.diff(loss, v) ** 2 for v in s)
+    gradient = sp.simplify(grad2 - beta**2 * ((1 - p[0]) ** 2 + sum(q**2 for q in p[1:])))
+    W = sp.Matrix(dim_out, dim, lambda i, j: sp.Symbol(f"w{i}{j}", real=True))
+    x = sp.Matrix(dim, 1, lambda i, j: sp.Symbol(f"x{i}", real=True))
+    y = sp.Matrix(dim, 1, lambda i, j: sp.Symbol(f"y{i}", real=True))
+    bilinear = sp.expand(((W * x).T * (W * y))[0, 0] - ((W.T * W).T * (y * x.T)).trace())
+    outer = sp.expand(sum(v**2 for v in (y * x.T)) - (x.T * x)[0, 0] * (y.T * y)[0, 0])
+    a2, c2, pm, tt = sp.symbols("a2 c2 p t", positive=True)
+    F = (1 / a2 + pm / c2) * (a2 + k * c2)
+    bound = (1 + sp.sqrt(k * pm)) ** 2
+    at_opt = sp.simplify(F.subs({a2: tt, c2: sp.sqrt(pm / k) * tt}) - bound)
+    u = (1 / sp.sqrt(a2), sp.sqrt(pm) / sp.sqrt(c2))
+    v = (sp.sqrt(a2), sp.sqrt(k) * sp.sqrt(c2))
+    lagrange = sp.simplify(sp.expand(F - bound - (u[0] * v[1] - u[1] * v[0]) ** 2))
+    return gradient, bilinear, outer, at_opt, lagrange
