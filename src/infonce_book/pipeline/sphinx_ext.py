@@ -14,6 +14,8 @@
 * **Duplicate inline scripts.** sphinx-thebe's configuration script is added twice, and the
   second copy fails with "Identifier 'THEBE_JS_URL' has already been declared" in every page's
   console; identical inline scripts are kept once.
+* **Titles as plain text** where nothing typesets them (the ``<title>``, the search index and
+  results): :mod:`~infonce_book.pipeline.sphinx_titles`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from docutils import nodes
+
+from .sphinx_titles import setup_titles
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -107,4 +111,6 @@ def setup(app):
     app.connect("builder-inited", _add_static)
     app.connect("doctree-resolved", add_labels)
     app.add_css_file("infonce-book.css")
+    app.add_js_file("infonce-layout.js", priority=900)  # long inline formulas scroll on a phone
+    setup_titles(app)
     return {"version": "2", "parallel_read_safe": True, "parallel_write_safe": True}
