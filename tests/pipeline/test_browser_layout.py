@@ -17,7 +17,10 @@ import re
 
 import pytest
 
-from .test_browser import SCREENSHOTS, WAIT_FOR_MATHJAX, chromium, served  # noqa: F401 (fixtures)
+from . import test_browser as _browser
+from .test_browser import SCREENSHOTS, WAIT_FOR_MATHJAX
+
+chromium, served = _browser.chromium, _browser.served  # the fixtures, shared with test_browser.py
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 

@@ -79,6 +79,10 @@ def _script(text: str, table: dict[str, str], mark: str) -> str:
     return f"{mark}{text}" if len(text) == 1 or text.isalnum() else f"{mark}({text})"
 
 
+def _wrap(text: str) -> str:
+    return text if len(text) == 1 or text.isalnum() else f"({text})"
+
+
 def _command(name: str, tex: str, i: int) -> tuple[str, int]:
     """The text of the command ``\\name`` whose arguments start at ``tex[i]``."""
     if name == "mathbb":
@@ -95,8 +99,7 @@ def _command(name: str, tex: str, i: int) -> tuple[str, int]:
         num, i = _group(tex, i)
         den, i = _group(tex, i)
         num, den = tex_to_text(num), tex_to_text(den)
-        wrap = (lambda s: s if len(s) == 1 or s.isalnum() else f"({s})")
-        return f"{wrap(num)}/{wrap(den)}", i
+        return f"{_wrap(num)}/{_wrap(den)}", i
     if name == "sqrt":
         arg, i = _group(tex, i)
         text = tex_to_text(arg)
