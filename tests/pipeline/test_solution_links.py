@@ -7,8 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from infonce_book.pipeline.editions import (DanglingSolutionLink, solution_links, strip_solutions_site,
-                                            strip_solutions_text)
+from infonce_book.pipeline.editions import (
+    DanglingSolutionLink,
+    solution_links,
+    strip_solutions_site,
+    strip_solutions_text,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
