@@ -16,6 +16,8 @@
   console; identical inline scripts are kept once.
 * **Links to solutions** that read "Solution to Exercise 1.2" from any page, not just "Solution
   to": :mod:`~infonce_book.pipeline.sphinx_solutions`.
+* **The index and the proof index**: the notation page's terms and the results by name in the
+  general index, numbers and titles in the proof index: :mod:`~infonce_book.pipeline.sphinx_index`.
 * **Titles as plain text** where nothing typesets them (the ``<title>``, the search index and
   results): :mod:`~infonce_book.pipeline.sphinx_titles`.
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from docutils import nodes
 
+from .sphinx_index import setup_index
 from .sphinx_solutions import CompleteSolutionLinks
 from .sphinx_titles import setup_titles
 
@@ -117,4 +120,5 @@ def setup(app):
     app.add_js_file("infonce-layout.js", priority=900)  # long inline formulas scroll on a phone
     setup_titles(app)
     app.add_post_transform(CompleteSolutionLinks)
+    setup_index(app)
     return {"version": "2", "parallel_read_safe": True, "parallel_write_safe": True}
