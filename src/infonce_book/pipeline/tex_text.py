@@ -76,7 +76,7 @@ def _group(tex: str, i: int) -> tuple[str, int]:
 def _script(text: str, table: dict[str, str], mark: str) -> str:
     if text and all(c in table for c in text):
         return "".join(table[c] for c in text)
-    return f"{mark}{text}" if len(text) == 1 or text.isalnum() else f"{mark}({text})"
+    return f"{mark}{text}" if len(text) == 1 or (text.isascii() and text.isalpha()) else f"{mark}({text})"
 
 
 def _wrap(text: str) -> str:
