@@ -352,7 +352,7 @@ def load_records(directory: Path | None = None) -> list[dict]:
     directory = Path(directory) if directory else ledger_dir()
     out = []
     for p in sorted(directory.glob("*.json")):
-        out.extend(json.loads(p.read_text()))
+        out.extend(json.loads(p.read_text(encoding="utf-8")))
     return out
 
 

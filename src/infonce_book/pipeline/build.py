@@ -13,6 +13,7 @@ README's table and the rerun boxes (:mod:`~infonce_book.pipeline.timings`).
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -66,9 +67,11 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
                            f"chapters were executed, but the book cannot be rendered: install the project "
                            f"with `make install` (or pip install -e .) and rerun")
     cmd = [jb, "build", str(site), "--builder", "html", "-n", "-W", "--keep-going"]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    # jupyter-book prints the pages' titles (non-ASCII): its output is UTF-8 whatever the locale.
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                          env={**os.environ, "PYTHONIOENCODING": "utf-8"})
     log_name = "jupyter-book.log" if edition == "web" else f"jupyter-book-{edition}.log"
-    (build_dir / log_name).write_text(proc.stdout + proc.stderr)
+    (build_dir / log_name).write_text(proc.stdout + proc.stderr, encoding="utf-8")
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-40:])
         raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}); see "

@@ -82,7 +82,17 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _printable_streams() -> None:
+    """Under a locale whose encoding cannot write the ledger's text (``LC_ALL=C``, UTF-8 mode off:
+    ASCII), print what it cannot encode as ``\\uXXXX`` escapes instead of stopping with a
+    UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure") and (stream.encoding or "").lower().replace("-", "") != "utf8":
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv=None) -> int:
+    _printable_streams()
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread: leave signals alone

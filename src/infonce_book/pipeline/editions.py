@@ -6,7 +6,9 @@ gated ``{solution-start}`` ... ``{solution-end}`` block) removed from the pages 
 reads them: from the rendered pages, and also from what a student can download (the executed
 ``.ipynb``, the jupytext ``.md`` source, Sphinx's ``_sources``) and from the search index.
 sphinx-exercise's ``hide_solutions`` option is set as well; on its own it would drop the
-solutions from the rendered pages only.
+solutions from the rendered pages only. A page that still links to a removed solution (a
+``{ref}`` or a Markdown link to its label) stops the build with an error naming the page and the
+label (:class:`DanglingSolutionLink`): the link would otherwise dangle in the student's book.
 """
 
 from __future__ import annotations
@@ -15,6 +17,12 @@ import re
 from pathlib import Path
 
 EDITIONS = ("web", "students")
+
+_LABEL = re.compile(r"^[ \t]*:label:[ \t]*(?P<label>\S+)")
+
+
+class DanglingSolutionLink(ValueError):
+    """A page of the student edition links to a solution that the edition removes."""
 
 _OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,}|:{3,})\{(?P<name>[A-Za-z0-9_:-]+)\}")
 
@@ -33,6 +41,7 @@ class _Stripper:
         self.fence = None  # closing fence of the solution directive being skipped
         self.gated = False  # inside {solution-start} ... {solution-end}
         self.end_fence = None  # closing fence of the {solution-end} directive being skipped
+        self.labels: list[str] = []  # the labels of the removed solutions
 
     @property
     def inside(self) -> bool:
@@ -45,6 +54,10 @@ class _Stripper:
                 if _closes(line, self.end_fence):
                     self.end_fence = None
                 continue
+            if self.fence is not None or self.gated:
+                label = _LABEL.match(line)
+                if label:
+                    self.labels.append(label.group("label"))
             if self.fence is not None:
                 if _closes(line, self.fence):
                     self.fence = None
@@ -67,22 +80,24 @@ class _Stripper:
         return "".join(out)
 
 
-def strip_solutions_text(text: str) -> tuple[str, int]:
-    """A MyST page without its solution blocks, and how many were removed.
+def strip_solutions_text(text: str, stripper: _Stripper | None = None) -> tuple[str, int]:
+    """A MyST page without its solution blocks, and how many were removed (``stripper``, when
+    given, keeps the removed solutions' labels in ``stripper.labels``).
 
     Raises:
         ValueError: a solution block is not closed before the end of the page.
     """
-    s = _Stripper()
+    s = stripper if stripper is not None else _Stripper()
     out = s.feed(text)
     if s.inside:
         raise ValueError("a {solution} block is not closed before the end of the page")
     return re.sub(r"\n{3,}", "\n\n", out), s.removed
 
 
-def strip_solutions_notebook(nb) -> int:
+def strip_solutions_notebook(nb, labels: list[str] | None = None) -> int:
     """Remove the solution blocks from a notebook's markdown cells (code cells inside a gated
-    solution go too), in place; returns how many were removed."""
+    solution go too), in place; returns how many were removed. The removed solutions' labels are
+    appended to ``labels`` when given."""
     s = _Stripper()
     kept = []
     for cell in nb.cells:
@@ -99,7 +114,22 @@ def strip_solutions_notebook(nb) -> int:
     nb.cells = kept
     if s.removed:
         _drop_unreferenced_glue(nb)
+    if labels is not None:
+        labels.extend(s.labels)
     return s.removed
+
+
+def solution_links(text: str, labels) -> list[str]:
+    """The labels among ``labels`` that a MyST text links to: a role (``{ref}``, ``{numref}``, with
+    or without a link text) or a Markdown link (``[text](#label)``, ``<project:#label>``)."""
+    found = []
+    for label in labels:
+        lab = re.escape(label)
+        role = rf"\{{(?:ref|numref|prf:ref)\}}`(?:[^`<]*<)?#?{lab}>?`"
+        link = rf"\]\(#?{lab}\)|<project:#?{lab}>"
+        if re.search(f"{role}|{link}", text):
+            found.append(label)
+    return found
 
 
 _GLUE_REF = re.compile(r"\{glue(?::[a-z]+)?\}`(?P<role>[^`:]+)[^`]*`|^[ \t]*(?:`{3,}|:{3,})\{glue(?::[a-z]+)?\}[ \t]+(?P<dir>\S+)",
@@ -119,20 +149,35 @@ def _drop_unreferenced_glue(nb) -> None:
 
 def strip_solutions_site(site: Path) -> int:
     """Strip the solutions from every page (``.md``, ``.ipynb``) under ``site/book``; returns the
-    number of solution blocks removed."""
+    number of solution blocks removed.
+
+    Raises:
+        DanglingSolutionLink: a page still links to a removed solution (the message names the
+            page, the solution's label and what to link to instead).
+    """
     import nbformat  # heavy: only the student edition needs it
 
-    removed = 0
+    removed, labels, texts = 0, [], {}
     for page in sorted(Path(site, "book").rglob("*")):
         if page.suffix == ".md":
-            text, n = strip_solutions_text(page.read_text(encoding="utf-8"))
+            s = _Stripper()
+            text, n = strip_solutions_text(page.read_text(encoding="utf-8"), s)
+            labels.extend(s.labels)
             if n:
                 page.write_text(text, encoding="utf-8")
+            texts[page] = text
             removed += n
         elif page.suffix == ".ipynb":
             nb = nbformat.read(page, as_version=4)
-            n = strip_solutions_notebook(nb)
+            n = strip_solutions_notebook(nb, labels)
             if n:
                 nbformat.write(nb, page)
+            texts[page] = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
             removed += n
+    dangling = [f"{page.relative_to(site)} links to {label}" for page, text in texts.items()
+                for label in solution_links(text, labels)]
+    if dangling:
+        raise DanglingSolutionLink(
+            "the student edition removes the solutions, but " + "; ".join(dangling) + ": link to the "
+            "exercise instead (its label, e.g. c1-ex-..., stays in the student edition)")
     return removed

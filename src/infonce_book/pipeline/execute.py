@@ -151,7 +151,7 @@ def _execute(in_path: Path, exec_path: Path, *, stem: str, source: Path, params:
 def _unchanged(out_nb: Path, run_info: Path, key: str) -> dict | None:
     """The last run's record when its notebook exists and its key is ``key``, else None."""
     if out_nb.is_file() and run_info.is_file():
-        info = json.loads(run_info.read_text())
+        info = json.loads(run_info.read_text(encoding="utf-8"))
         if info.get("key") == key:
             return info
     return None
@@ -210,7 +210,7 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
 def _move_ledger(produced: Path, final: Path) -> None:
     """The run's ledger file in place of the last one (none if the run recorded no claims)."""
     if produced.is_file():
-        atomic_write_text(final, produced.read_text())
+        atomic_write_text(final, produced.read_text(encoding="utf-8"))
     else:
         final.unlink(missing_ok=True)
 

@@ -46,13 +46,13 @@ def package_versions() -> dict[str, str]:
 def load_timings(build_dir: Path) -> dict[str, dict[str, float]]:
     """``{profile: {chapter: seconds}}`` from ``<build>/timings.json`` (empty if absent)."""
     path = Path(build_dir) / "timings.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def load_run_info(build_dir: Path, chapter: str) -> dict:
     """The parameters and time of a chapter's last successful run (``<chapter>.run.json``)."""
     path = Path(build_dir) / "notebooks" / f"{chapter}.run.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def uses_device(source: Path) -> bool:

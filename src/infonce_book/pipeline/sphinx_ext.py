@@ -14,6 +14,12 @@
 * **Duplicate inline scripts.** sphinx-thebe's configuration script is added twice, and the
   second copy fails with "Identifier 'THEBE_JS_URL' has already been declared" in every page's
   console; identical inline scripts are kept once.
+* **Links to solutions** that read "Solution to Exercise 1.2" from any page, not just "Solution
+  to": :mod:`~infonce_book.pipeline.sphinx_solutions`.
+* **The index and the proof index**: the notation page's terms and the results by name in the
+  general index, numbers and titles in the proof index: :mod:`~infonce_book.pipeline.sphinx_index`.
+* **Titles as plain text** where nothing typesets them (the ``<title>``, the search index and
+  results): :mod:`~infonce_book.pipeline.sphinx_titles`.
 """
 
 from __future__ import annotations
@@ -21,6 +27,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from docutils import nodes
+
+from .sphinx_index import setup_index
+from .sphinx_solutions import CompleteSolutionLinks
+from .sphinx_titles import setup_titles
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -107,4 +117,8 @@ def setup(app):
     app.connect("builder-inited", _add_static)
     app.connect("doctree-resolved", add_labels)
     app.add_css_file("infonce-book.css")
+    app.add_js_file("infonce-layout.js", priority=900)  # long inline formulas scroll on a phone
+    setup_titles(app)
+    app.add_post_transform(CompleteSolutionLinks)
+    setup_index(app)
     return {"version": "2", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -103,7 +103,7 @@ def update_readme(root: Path, chapters: list[str]) -> bool:
 
 def cpu_model() -> str:
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     except OSError:
@@ -122,6 +122,6 @@ def record_timing(build_dir: Path, stem: str, profile: str, seconds: float) -> N
     """Put one chapter run's execution time into ``<build_dir>/timings.json`` (``{profile: {stem:
     seconds}}``, rounded to 0.01 s; the rerun boxes and the GPU check's bundle read it)."""
     path = Path(build_dir) / "timings.json"
-    data = json.loads(path.read_text()) if path.is_file() else {}
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     data.setdefault(profile, {})[stem] = round(seconds, 2)
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True))

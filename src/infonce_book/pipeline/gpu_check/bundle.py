@@ -53,21 +53,21 @@ def write_bundle(out: Path, *, timings: dict, environment: dict, build: Path, wo
     environment["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     pipeline_timings = build / "timings.json"
     if pipeline_timings.is_file():
-        timings["notebook_seconds"] = json.loads(pipeline_timings.read_text())
+        timings["notebook_seconds"] = json.loads(pipeline_timings.read_text(encoding="utf-8"))
     records = []
     for p in sorted((build / "ledger").glob("*.json")):
-        records.extend(json.loads(p.read_text()))
+        records.extend(json.loads(p.read_text(encoding="utf-8")))
     files = {"environment.json": json.dumps(environment, indent=2), "timings.json": json.dumps(timings, indent=2),
              "ledger.json": json.dumps(records, indent=2)}
     for name, text in files.items():
-        (out / name).write_text(text + "\n")
+        (out / name).write_text(text + "\n", encoding="utf-8")
     for src, name in ((work / "tests.xml", "tests.xml"), (bench_out / "results.csv", "benchmark.csv"),
                       (bench_out / "results.md", "benchmark.md"), (bench_out / "throughput.png", "benchmark.png")):
         if src.is_file() and src.stat().st_mtime >= since:
             shutil.copyfile(src, out / name)
     parts = [f"===== {log.name}\n{tail(log, 200_000)}"
              for log in sorted(logs.glob("*.log"), key=lambda p: p.stat().st_mtime)]
-    (out / "log.txt").write_text("\n".join(parts))
+    (out / "log.txt").write_text("\n".join(parts), encoding="utf-8")
     written = [out / n for n in BUNDLE if (out / n).is_file()]
     assert len(written) <= 8
     return written
@@ -101,9 +101,9 @@ def check_bundle(out: Path, chapters: list[str], *, runner: str = "papermill", p
         problems.append(f"{len(names)} files in the bundle (at most 8)")
     problems += [f"missing {name}" for name in BUNDLE if name not in names]
     try:
-        timings = json.loads((out / "timings.json").read_text())
-        env = json.loads((out / "environment.json").read_text())
-        ledger = json.loads((out / "ledger.json").read_text())
+        timings = json.loads((out / "timings.json").read_text(encoding="utf-8"))
+        env = json.loads((out / "environment.json").read_text(encoding="utf-8"))
+        ledger = json.loads((out / "ledger.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
         return problems + [f"unreadable bundle: {err}"]
     for stage in timings["stages"]:

@@ -141,7 +141,7 @@ def run_direct(chapter: str, *, profile: str, device: str, seed: int, build_dir:
         seconds = time.perf_counter() - t0
         produced, final = Path(tmp) / f"{chapter}.json", ledger_dir / f"{chapter}.json"
         if produced.is_file():
-            atomic_write_text(final, produced.read_text())
+            atomic_write_text(final, produced.read_text(encoding="utf-8"))
         else:
             final.unlink(missing_ok=True)
     record_timing(build_dir, chapter, profile, seconds)

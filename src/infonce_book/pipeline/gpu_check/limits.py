@@ -23,7 +23,7 @@ __all__ = ["descendants", "fair_share", "run_limited", "stop_group", "tail"]
 
 def _stat(pid) -> list[str] | None:
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
 

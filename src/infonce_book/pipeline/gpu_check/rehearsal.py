@@ -92,11 +92,11 @@ def _standin_problems(standin: Path, env: dict) -> list[str]:
     iso = subprocess.run([str(standin), "-c", "import importlib.util as u, sys; "
                           "sys.exit(0 if any(u.find_spec(m) for m in ('papermill', 'nbclient', 'ipykernel', "
                           "'myst_nb', 'info_nce', 'infonce_book')) else 3)"],
-                         env=env, cwd="/", capture_output=True, text=True)
+                         env=env, cwd="/", capture_output=True, text=True, encoding="utf-8", errors="replace")
     if iso.returncode != 3:
         problems.append(f"the stand-in interpreter is not isolated: {iso.stdout} {iso.stderr}")
     probe_torch = subprocess.run([str(standin), "-c", "import torch, numpy, pandas, pytest"], env=env, cwd="/",
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, encoding="utf-8", errors="replace")
     if probe_torch.returncode:
         problems.append(f"the stand-in lacks the image's packages: {probe_torch.stderr[-500:]}")
     return problems
@@ -116,7 +116,7 @@ def _wheels(args, work: Path, carried: list[tuple[str, str]]) -> Path:
 def _listing() -> tuple[list[str], frozenset[str]]:
     """The tree's pages that execute (``infonce-book chapters``) and those of the back matter."""
     rows = [line.split("\t") for line in subprocess.run(
-        [sys.executable, "-m", "infonce_book", "chapters"], cwd=ROOT, capture_output=True, text=True,
+        [sys.executable, "-m", "infonce_book", "chapters"], cwd=ROOT, capture_output=True, text=True, encoding="utf-8", errors="replace",
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")}).stdout.splitlines() if line.strip()]
     return [row[0] for row in rows], frozenset(row[0] for row in rows if row[-1] == "back matter")
 

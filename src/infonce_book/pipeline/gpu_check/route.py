@@ -61,8 +61,8 @@ def install_wheels(wheels: list[Path], site: Path, env: dict, timeout: float, lo
     name, version = project_name_version()
     info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir(exist_ok=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    (info / "INSTALLER").write_text("gpu_check (the package itself runs from src/)\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8")
+    (info / "INSTALLER").write_text("gpu_check (the package itself runs from src/)\n", encoding="utf-8")
     return result
 
 
@@ -71,7 +71,7 @@ def _nvidia_smi() -> str:
     if not smi:
         return "not found"
     try:
-        return subprocess.run([smi], capture_output=True, text=True, timeout=30).stdout
+        return subprocess.run([smi], capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as err:
         return f"failed: {err}"
 
@@ -138,9 +138,9 @@ class Run:
     # -- stages --------------------------------------------------------------------------------
 
     def _probe(self, timeout: float, log: Path) -> dict:
-        probe = subprocess.run([*SELF, "probe"], env=self.env, cwd=ROOT, capture_output=True, text=True,
+        probe = subprocess.run([*SELF, "probe"], env=self.env, cwd=ROOT, capture_output=True, text=True, encoding="utf-8", errors="replace",
                                timeout=max(timeout, 10))
-        with open(log, "a") as fh:
+        with open(log, "a", encoding="utf-8") as fh:
             fh.write(probe.stderr)
         try:
             return json.loads(probe.stdout.strip().splitlines()[-1])
@@ -214,7 +214,7 @@ class Run:
 
     def _chapter_list(self) -> tuple[list[str], str]:
         listing = subprocess.run([sys.executable, "-m", "infonce_book", "chapters"], env=self.env, cwd=ROOT,
-                                 capture_output=True, text=True, timeout=120)
+                                 capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=120)
         known = [line.split("\t")[0] for line in listing.stdout.splitlines() if line.strip()]
         return (self.args.chapters.split(",") if self.args.chapters else known), listing.stderr
 
@@ -269,7 +269,7 @@ class Run:
         ledger = self.build / "ledger" / f"{chapter}.json"
         if res["status"] != "passed":
             ledger.unlink(missing_ok=True)  # no records of a run that did not finish
-        records = json.loads(ledger.read_text()) if ledger.is_file() else []
+        records = json.loads(ledger.read_text(encoding="utf-8")) if ledger.is_file() else []
         res.update(chapter=chapter, runner=self.runner, attempt=attempt, records=len(records),
                    records_failed=sum(_failed(r) for r in records))
         say(f"    {chapter}: {res['status']} in {res['seconds']:.0f} s, {len(records)} ledger records"

@@ -1,0 +1,133 @@
+"""The rendered book on a phone, on a wide screen, and its search page, in a real browser.
+
+Shares the browser and the local server of tests/pipeline/test_browser.py (the session's smoke
+build). What a reader would notice:
+
+* at 420 px (a phone) no formula, theorem or proof of a chapter is cut: every box lies inside the
+  boxes around it, or inside a formula or table that scrolls sideways (MathJax 3 does not break
+  long formulas); a screenshot of Theorem 1.3 is saved under ``_build/screenshots/``;
+* at 1300 px the notation table fits the text column (its long code names wrap);
+* the search page: the results' titles and summaries, the browser tab's titles and the sidebar
+  show no raw TeX (``\\(O(1/k)\\)``); the sidebar's formulas are typeset.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from . import test_browser as _browser
+from .test_browser import SCREENSHOTS, WAIT_FOR_MATHJAX
+
+chromium, served = _browser.chromium, _browser.served  # the fixtures, shared with test_browser.py
+
+pytestmark = [pytest.mark.book, pytest.mark.browser]
+
+#: Boxes that may hold wider content because they scroll sideways.
+SCROLLERS = "mjx-container, table, div.math, pre, div.highlight, div.cell_output, div.output"
+
+CLIPPED = r"""(scrollers) => {
+  const vw = document.documentElement.clientWidth;
+  const out = [];
+  const items = document.querySelectorAll(
+      ['mjx-container', 'div.math', 'div.proof', 'div.theorem', 'table'].map(s => `article.bd-article ${s}`)
+      .join(', '));  // the page's text (the off-canvas sidebars of a phone are not shown)
+  for (const el of items) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    let clip = null;
+    for (let a = el.parentElement; a; a = a.parentElement) {
+      const ox = getComputedStyle(a).overflowX;
+      if (ox === 'visible') continue;
+      if ((ox === 'auto' || ox === 'scroll') && a.matches(scrollers)) break;  // reachable: it scrolls
+      const ar = a.getBoundingClientRect();
+      if (r.left < ar.left - 1 || r.right > ar.right + 1) { clip = a; break; }
+    }
+    if (!clip && (r.right > vw + 1 || r.left < -1)) clip = document.documentElement;
+    if (clip) out.push(`${el.tagName.toLowerCase()}.${el.className} [${Math.round(r.left)}, ${Math.round(r.right)}]`
+                       + ` cut by ${clip.tagName.toLowerCase()}.${clip.className}: `
+                       + el.textContent.trim().slice(0, 60));
+  }
+  return out;
+}"""
+
+
+def _open(chromium, url: str, width: int):
+    context = chromium.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto(url, wait_until="load")
+    assert page.evaluate(WAIT_FOR_MATHJAX) == "typeset"
+    page.wait_for_timeout(300)  # the layout script marks wide inline formulas after typesetting
+    return context, page
+
+
+def test_no_math_block_is_clipped_on_a_phone(chromium, served):
+    base, html = served
+    context, page = _open(chromium, base + "book/c1_rate.html", 420)
+    try:
+        theorem = page.locator("div.proof.theorem", has=page.locator("code.infonce-label", has_text="c1-thm-rate"))
+        assert theorem.count() == 1
+        theorem.scroll_into_view_if_needed()
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        theorem.screenshot(path=str(SCREENSHOTS / "c1_rate_theorem_420px.png"))
+        assert page.locator("main mjx-container[display='true']").count() >= 10
+        assert page.evaluate(CLIPPED, SCROLLERS) == []
+        # Every formula of the theorem can be read whole: it fits its line, or it scrolls sideways.
+        cut = theorem.locator("mjx-container").evaluate_all("""els => els.filter(e => {
+            const box = e.parentElement.closest('li, p, dd, div');
+            return e.scrollWidth > box.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+          }).map(e => e.textContent.slice(0, 60))""")
+        assert cut == []
+    finally:
+        context.close()
+    for stem in ("c2_search", "c4_continuity", "c5_generalisation"):
+        context, page = _open(chromium, base + f"book/{stem}.html", 420)
+        try:
+            assert page.evaluate(CLIPPED, SCROLLERS) == [], stem
+        finally:
+            context.close()
+
+
+def test_the_notation_table_fits_the_text_column_at_1300_px(chromium, served):
+    base, _ = served
+    context, page = _open(chromium, base + "book/notation.html", 1300)
+    try:
+        tables = page.locator("main table").evaluate_all(
+            "els => els.map(e => [e.scrollWidth, e.clientWidth, e.textContent.trim().slice(0, 40)])")
+        assert tables
+        assert [t for t in tables if t[0] > t[1] + 1] == []
+        assert page.evaluate(CLIPPED, SCROLLERS) == []
+    finally:
+        context.close()
+
+
+RAW_TEX = re.compile(r"\\\(|\\\)|\\[A-Za-z]+|\$")
+
+
+def test_titles_and_search_results_have_no_raw_tex(chromium, served):
+    base, html = served
+    for page_file in sorted((html / "book").glob("*.html")):
+        title = re.search(r"<title>(.*?)</title>", page_file.read_text(encoding="utf-8"), re.S).group(1)
+        assert not RAW_TEX.search(title), (page_file.name, title)
+    context = chromium.new_context(viewport={"width": 1300, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(base + "search.html?q=rate", wait_until="load")
+        page.wait_for_selector("#search-results ul.search li", timeout=30000)
+        page.wait_for_function("document.querySelectorAll('#search-results p.context').length > 0", timeout=30000)
+        page.wait_for_timeout(1000)  # the summaries arrive one by one
+        links = page.locator("#search-results ul.search li > a").all_inner_texts()
+        assert any("O(1/k)" in t for t in links), links[:10]
+        assert [t for t in links if RAW_TEX.search(t)] == []
+        summaries = page.locator("#search-results p.context").all_inner_texts()
+        assert summaries and [s for s in summaries if RAW_TEX.search(s)] == []
+        assert page.evaluate(WAIT_FOR_MATHJAX) == "typeset"
+        sidebar = page.locator("nav.bd-links")
+        assert sidebar.locator("mjx-container").count() >= 1  # "O(1/k)" of Chapter 1, typeset
+        visible = sidebar.evaluate("""n => { const c = n.cloneNode(true);
+            c.querySelectorAll('mjx-container, mjx-assistive-mml').forEach(m => m.remove()); return c.textContent; }""")
+        assert not RAW_TEX.search(visible), visible[:300]
+        assert not RAW_TEX.search(page.title())
+    finally:
+        context.close()
