@@ -149,16 +149,13 @@ def _embedding_backward(ctx, grad, anchor, positive, negatives, a_beta, s_pos_be
                 grad_n[lo:hi] = w.T @ ga
             else:
                 grad_n[:, lo:hi] = w.unsqueeze(-1) * ga.unsqueeze(1)
-        if late != 1.0:
-            grad_n.mul_(late)
+        grad_n.mul_(late)
     if need_a:
         grad_a = f.unsqueeze(-1) * pn.addcmul(sum_w.unsqueeze(-1), positive.to(dtype), value=-1.0)
-        if late != 1.0:
-            grad_a.mul_(late)
+        grad_a.mul_(late)
     if need_p:
         grad_p = -(f * sum_w).unsqueeze(-1) * a
-        if late != 1.0:
-            grad_p.mul_(late)
+        grad_p.mul_(late)
     if need_tau:
         pz = (a_beta * pn).sum(dim=-1) - sum_w * s_pos_beta
         grad_tau = (-((g * pz).sum() * beta)).reshape(())
