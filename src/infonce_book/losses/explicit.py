@@ -77,11 +77,12 @@ batch of an epoch.
 
 ``torch.compile``: values and gradients equal the eager ones (tested with
 ``backend="aot_eager"``). With ``check_values=True`` every value read on the host is a graph break
-(about one to three per call: the checks, a tensor ``tau``'s value); with ``check_values=False``
-and a float ``tau`` a call on the fused path compiles without a graph break (``fullgraph=True``),
-and a tensor ``tau`` adds none; the chunked paths (a ``chunk_size`` smaller than k, or
-``B k > 2^16``) and ``gather=True`` are custom autograd functions with collectives or data-dependent
-indexing that may break the graph.
+(several per call: the checks, a tensor ``tau``'s value, the loss's finiteness). With
+``check_values=False`` and a float or a tensor ``tau``, the fused and the chunked paths of every
+form compile without a graph break (measured with ``torch._dynamo.explain`` on inputs that need
+gradients), except on the first call of the fused path for a new dtype and device, whose backward
+pass caches a constant zero (a side effect that breaks the graph once); ``gather=True`` (the
+collectives) was not measured.
 
 This module holds the public functions and their argument checks; the kernels are private
 modules: :mod:`._similarity` (from similarities), :mod:`._chunked` and :mod:`._fused` (from

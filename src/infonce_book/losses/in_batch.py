@@ -65,6 +65,13 @@ def _check_options(variant, reduction, chunk_size, require_unit_norm, gather):
     return check_chunk_size(chunk_size)
 
 
+def _alias_when_compiling(x):
+    """``x``, or a view of it under ``torch.compile``: the candidates are also the positives (or
+    the anchors), and dynamo breaks the graph at a custom autograd function given one tensor
+    twice; eager calls pass the tensor itself."""
+    return x.view_as(x) if torch.compiler.is_compiling() else x
+
+
 def _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor, require_unit_norm, what):
     """The loss of one pair in all (no negative): 0 per row in the standard variant, with zero
     gradient (after the unit-norm checks); ValueError for the decoupled one."""
@@ -142,7 +149,7 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
         c1, c2 = all_gather_with_grad(z1, group), all_gather_with_grad(z2, group)
         offset = local_offset(B, group)
     else:
-        c1, c2, offset = z1, z2, 0
+        c1, c2, offset = _alias_when_compiling(z1), _alias_when_compiling(z2), 0
     dtype = accumulation_dtype(accumulate, z1, z2)
     if c2.shape[0] < 2:
         return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor, require_unit_norm and values_checked(),
@@ -223,7 +230,7 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
         candidates = all_gather_with_grad(views, group)
         offset = local_offset(2 * B, group)
     else:
-        candidates, offset = views, 0
+        candidates, offset = _alias_when_compiling(views), 0
     dtype = accumulation_dtype(accumulate, z1, z2)
     if candidates.shape[0] < 4:
         return _single_pair(variant, 2 * B, dtype, reduction, z1, z2, tau_tensor,
