@@ -65,6 +65,22 @@ def _check_options(variant, reduction, chunk_size, require_unit_norm, gather):
     return check_chunk_size(chunk_size)
 
 
+def _candidates(xs, gather, group):
+    """``(candidates, offset)``: each of ``xs`` gathered from every process (``gather``) or itself,
+    and the first row of this process's own slice."""
+    if gather:
+        return [all_gather_with_grad(x, group) for x in xs], local_offset(xs[0].shape[0], group)
+    return [_alias_when_compiling(x) for x in xs], 0
+
+
+def _anchors(xs, tau_value, tau_tensor, dtype):
+    """``(anchors, tau_value, tau_tensor)``: ``xs`` and the temperature as given, or, for a tensor
+    tau not read on the host (``tau_value`` None), ``xs`` divided by it on the device and tau 1."""
+    if tau_value is not None:
+        return xs, tau_value, tau_tensor
+    return [fold_temperature(x, tau_tensor, dtype) for x in xs], 1.0, None
+
+
 def _alias_when_compiling(x):
     """``x``, or a view of it under ``torch.compile``: the candidates are also the positives (or
     the anchors), and dynamo breaks the graph at a custom autograd function given one tensor
@@ -145,20 +161,13 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
     accumulate = check_accumulate(accumulate, z1.device)
     tau_value, tau_tensor = split_tau(tau)
     B = z1.shape[0]
-    if gather:
-        c1, c2 = all_gather_with_grad(z1, group), all_gather_with_grad(z2, group)
-        offset = local_offset(B, group)
-    else:
-        c1, c2, offset = _alias_when_compiling(z1), _alias_when_compiling(z2), 0
+    (c1, c2), offset = _candidates((z1, z2), gather, group)
     dtype = accumulation_dtype(accumulate, z1, z2)
     if c2.shape[0] < 2:
         return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor, require_unit_norm and values_checked(),
                             "in-batch InfoNCE")
     include_positive = variant == "standard"
-    a1, a2 = z1, z2  # the anchors
-    if tau_value is None:  # a tensor tau, not read: the anchors divided by it on the device
-        a1, a2, tau_value, tau_tensor = (fold_temperature(z1, tau_tensor, dtype), fold_temperature(z2, tau_tensor, dtype),
-                                         1.0, None)
+    (a1, a2), tau_value, tau_tensor = _anchors((z1, z2), tau_value, tau_tensor, dtype)
     exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
     # Checked on the gathered candidates, so that every process raises alike.
     unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()
@@ -226,18 +235,12 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
     B = z1.shape[0]
     views = torch.cat([z1, z2])
     pairs = torch.cat([z2, z1])
-    if gather:
-        candidates = all_gather_with_grad(views, group)
-        offset = local_offset(2 * B, group)
-    else:
-        candidates, offset = _alias_when_compiling(views), 0
+    (candidates,), offset = _candidates((views,), gather, group)
     dtype = accumulation_dtype(accumulate, z1, z2)
     if candidates.shape[0] < 4:
         return _single_pair(variant, 2 * B, dtype, reduction, z1, z2, tau_tensor,
                             require_unit_norm and values_checked(), "nt_xent")
-    anchors = views
-    if tau_value is None:  # a tensor tau, not read: the anchors divided by it on the device
-        anchors, tau_value, tau_tensor = fold_temperature(views, tau_tensor, dtype), 1.0, None
+    (anchors,), tau_value, tau_tensor = _anchors((views,), tau_value, tau_tensor, dtype)
     own = torch.arange(2 * B, device=z1.device)
     exclude = torch.stack([own + offset, (own + B) % (2 * B) + offset], dim=-1)  # itself and its positive
     # Checked on the gathered candidates, so that every process raises alike.
