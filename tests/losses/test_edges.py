@@ -108,11 +108,13 @@ def test_torch_compile_gives_the_eager_values_and_gradients(check_values, chunk_
 
     def step(a, b, neg, t):
         kw = dict(chunk_size=chunk_size, check_values=check_values)
+        if check_values:  # every host read breaks the graph: one form only (compiling the pieces is slow)
+            return info_nce_in_batch(a, b, t, symmetric=True, **kw) + info_nce(a, b, neg, t, **kw)
         return (info_nce_in_batch(a, b, t, symmetric=True, **kw) + nt_xent(a, b, t, **kw)
                 + info_nce(a, b, neg, t, **kw))
 
     compiled = torch.compile(step, backend="aot_eager")
-    for tau in (0.2, torch.tensor(0.2)):
+    for tau in (0.2,) if check_values else (0.2, torch.tensor(0.2)):
         results = []
         for fn in (step, compiled):
             xs = [x.clone().requires_grad_() for x in (z1, z2, n)]
