@@ -44,7 +44,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	    $(BIN)/python -m pip install "torch==$(TORCH_VERSION)" --index-url $(TORCH_CPU_INDEX); \
 	  fi; \
 	fi
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[book,test]"
 	@touch $@
 
 install: $(VENV)/.installed

@@ -1,4 +1,5 @@
-"""environment.yml (conda) installs the same dependencies as pyproject.toml (pip)."""
+"""environment.yml (conda) installs the same dependencies as pyproject.toml (pip): the core ones and the
+extras [book] and [test], everything that `make install` installs."""
 
 import re
 from pathlib import Path
@@ -17,7 +18,8 @@ def _split(req: str):
 
 def test_conda_environment_matches_pyproject():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    pip_reqs = meta["dependencies"] + meta["optional-dependencies"]["test"]
+    extras = meta["optional-dependencies"]
+    pip_reqs = meta["dependencies"] + extras["book"] + extras["test"]
     want = {CONDA_NAMES.get(n, n): spec for n, spec in map(_split, pip_reqs)}
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     conda = [d for d in env["dependencies"] if isinstance(d, str) and not d.startswith(("python", "pip"))]
@@ -25,3 +27,13 @@ def test_conda_environment_matches_pyproject():
     assert got == want
     pip_section = [d for d in env["dependencies"] if isinstance(d, dict)][0]["pip"]
     assert pip_section == ["-e ."]
+
+
+def test_make_install_installs_the_book_and_the_tests():
+    """The core dependencies are the library's; `make install` adds the extras the book and the
+    tests need (README "Install")."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert 'pip install --quiet -e ".[book,test]"' in makefile
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = {_split(r)[0] for r in meta["dependencies"]}
+    assert core == {"torch", "numpy", "scipy", "sympy", "tqdm"}

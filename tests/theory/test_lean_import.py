@@ -1,6 +1,6 @@
 """The mathematics imports no notebook or book machinery: importing ``infonce_book.theory`` and
 ``infonce_book.models`` (with every module under them) loads none of IPython, jupyter_book,
-myst_nb, sphinx, papermill or seaborn, so that a library user or a test of the mathematics does not
+myst_nb, sphinx, papermill, pandas, seaborn or matplotlib, so that a library user or a test of the mathematics does not
 pay for the book. Checked in a fresh interpreter (this test process has imported them already)."""
 
 import json
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-BOOK_MACHINERY = ("IPython", "jupyter_book", "myst_nb", "sphinx", "papermill", "seaborn")
+BOOK_MACHINERY = ("IPython", "jupyter_book", "myst_nb", "sphinx", "papermill", "pandas", "seaborn", "matplotlib")
 
 PROBE = """
 import importlib, json, pkgutil, sys
@@ -31,7 +31,7 @@ def _top_level_modules_after_importing(package: str) -> set[str]:
     return set(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-@pytest.mark.parametrize("package", ["infonce_book.theory", "infonce_book.models"])
+@pytest.mark.parametrize("package", ["infonce_book.losses", "infonce_book.theory", "infonce_book.models"])
 def test_the_mathematics_imports_no_book_machinery(package):
     loaded = _top_level_modules_after_importing(package)
     assert "infonce_book" in loaded

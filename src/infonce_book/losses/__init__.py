@@ -10,6 +10,9 @@ instead of inf or NaN):
   -- from similarities arriving in chunks (module :mod:`infonce_book.losses.explicit`).
 * :func:`info_nce_in_batch` -- CLIP's in-batch loss (``symmetric=True``: both directions);
   :func:`nt_xent` -- SimCLR's NT-Xent over 2B views (module :mod:`infonce_book.losses.in_batch`).
+* :class:`InfoNCELoss`, :class:`InBatchInfoNCELoss` (CLIP, both directions by default) and
+  :class:`NTXentLoss` -- the same losses as ``torch.nn`` modules, with an optional learnable
+  temperature held as CLIP's ``logit_scale`` (module :mod:`infonce_book.losses.modules`).
 * :func:`gather_with_grad` -- negatives gathered across ``torch.distributed`` processes, with
   gradients back to their owners (module :mod:`infonce_book.losses.distributed`).
 
@@ -49,6 +52,8 @@ from ._common import ACCUMULATE_DTYPES, REDUCTIONS, VARIANTS
 from .distributed import gather_with_grad
 from .explicit import info_nce, info_nce_from_similarities, info_nce_streaming
 from .in_batch import info_nce_in_batch, nt_xent
+from .modules import InBatchInfoNCELoss, InfoNCELoss, NTXentLoss
 
-__all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "gather_with_grad", "info_nce",
-           "info_nce_from_similarities", "info_nce_in_batch", "info_nce_streaming", "nt_xent"]
+__all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "InBatchInfoNCELoss", "InfoNCELoss", "NTXentLoss",
+           "gather_with_grad", "info_nce", "info_nce_from_similarities", "info_nce_in_batch", "info_nce_streaming",
+           "nt_xent"]

@@ -19,11 +19,13 @@ def grad_like(grad, t):
 def row_factor(grad: torch.Tensor, beta: float):
     """``(f, late)`` for a backward pass: ``f = grad * beta`` per row and ``late = 1``, or, where
     that product overflows, ``f = grad`` and ``late = beta`` to be applied to the finished
-    gradients (so that a weight that underflowed to 0 never meets an infinite factor)."""
+    gradients (so that a weight that underflowed to 0 never meets an infinite factor).
+
+    Chosen on the device, without reading a value on the host: ``late`` is a 0-d tensor, and
+    multiplying by it when it is 1 changes no bit of a gradient."""
     f = grad * beta
-    if bool(torch.isfinite(f).all()):
-        return f, 1.0
-    return grad, beta
+    finite = torch.isfinite(f).all()
+    return torch.where(finite, f, grad), torch.where(finite, grad.new_ones(()), grad.new_full((), beta))
 
 
 def differentiable_backward(recompute, inputs, needs, grad):

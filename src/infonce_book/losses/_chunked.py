@@ -40,17 +40,15 @@ def _buffer(a, bounds):
     return torch.empty(a.shape[0] * max(hi - lo for lo, hi in bounds), dtype=a.dtype, device=a.device)
 
 
-def _chunk_masks(exclude, bounds):
-    """Per chunk, the (rows, columns within the chunk) of the negatives that ``exclude`` ((B, e)
-    column indices into shared negatives, or None) leaves out of each row."""
-    if exclude is None:
-        return [None] * len(bounds)
-    rows = torch.arange(exclude.shape[0], device=exclude.device).unsqueeze(-1).expand_as(exclude)
-    masks = []
-    for lo, hi in bounds:
-        inside = (exclude >= lo) & (exclude < hi)
-        masks.append((rows[inside], exclude[inside] - lo))
-    return masks
+def _mask_excluded(y, exclude, lo):
+    """Set ``y[i, exclude[i, e] - lo] = -inf`` where that column lies in the chunk ``y`` (B, c)
+    that starts at negative ``lo`` (``exclude``: (B, e) column indices into shared negatives), with
+    no index read on the host: a scatter-add of ``-inf`` there and of 0 elsewhere (which changes no
+    logit)."""
+    cols = exclude - lo
+    inside = (cols >= 0) & (cols < y.shape[1])
+    values = torch.zeros(cols.shape, dtype=y.dtype, device=y.device).masked_fill_(inside, _NEG_INF)
+    y.scatter_add_(1, torch.where(inside, cols, 0), values)
 
 
 class InfoNCEFromEmbeddings(torch.autograd.Function):
@@ -78,18 +76,17 @@ class InfoNCEFromEmbeddings(torch.autograd.Function):
         s_pos_beta = (a_beta * positive.to(dtype)).sum(dim=-1)
         state = LogSumExpState(include_positive, offset=s_pos_beta)
         buffer = _buffer(a_beta, bounds)
-        masks = _chunk_masks(exclude, bounds)
         pn = None
         worst = None  # max |norm - 1| over the negatives seen so far
-        for (lo, hi), mask in zip(bounds, masks):
+        for lo, hi in bounds:
             raw = negatives[lo:hi] if shared else negatives[:, lo:hi]
             if check_norm:  # the chunk is then in cache for the matrix multiply
                 dev = norm_deviation(raw)
                 worst = dev if worst is None else torch.maximum(worst, dev)
             n = raw.to(dtype)
             y = _scaled_similarities(buffer, a_beta, n, shared)
-            if mask is not None:
-                y[mask] = _NEG_INF
+            if exclude is not None:
+                _mask_excluded(y, exclude, lo)
             w, alpha = state.add(y)
             if want_pn:  # sum_j e^{z_ij - m_i} n_j under the running shift m
                 if pn is None:
@@ -103,7 +100,7 @@ class InfoNCEFromEmbeddings(torch.autograd.Function):
             pn.mul_(torch.exp(-r).unsqueeze(-1))  # now sum_j p_ij n_j
         ctx.save_for_backward(anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn, tau_tensor)
         ctx.tau, ctx.include_positive, ctx.bounds, ctx.dtype = tau, include_positive, bounds, dtype
-        ctx.exclude, ctx.masks = exclude, masks
+        ctx.exclude = exclude
         return m + r
 
     @staticmethod
@@ -137,11 +134,11 @@ def _embedding_backward(ctx, grad, anchor, positive, negatives, a_beta, s_pos_be
         ga = a * (f * torch.exp(-r)).unsqueeze(-1)
         shift = (s_pos_beta + m).unsqueeze(-1)
         buffer = _buffer(a_beta, ctx.bounds)
-        for (lo, hi), mask in zip(ctx.bounds, ctx.masks):
+        for lo, hi in ctx.bounds:
             n = _chunk(negatives, lo, hi, shared, dtype)
             y = _scaled_similarities(buffer, a_beta, n, shared)
-            if mask is not None:
-                y[mask] = _NEG_INF
+            if ctx.exclude is not None:
+                _mask_excluded(y, ctx.exclude, lo)
             w = y.sub_(shift).exp_()  # w_ij, (B, c)
             if shared and grad_n.dtype == dtype:
                 torch.mm(w.T, ga, out=grad_n[lo:hi])
@@ -149,16 +146,13 @@ def _embedding_backward(ctx, grad, anchor, positive, negatives, a_beta, s_pos_be
                 grad_n[lo:hi] = w.T @ ga
             else:
                 grad_n[:, lo:hi] = w.unsqueeze(-1) * ga.unsqueeze(1)
-        if late != 1.0:
-            grad_n.mul_(late)
+        grad_n.mul_(late)
     if need_a:
         grad_a = f.unsqueeze(-1) * pn.addcmul(sum_w.unsqueeze(-1), positive.to(dtype), value=-1.0)
-        if late != 1.0:
-            grad_a.mul_(late)
+        grad_a.mul_(late)
     if need_p:
         grad_p = -(f * sum_w).unsqueeze(-1) * a
-        if late != 1.0:
-            grad_p.mul_(late)
+        grad_p.mul_(late)
     if need_tau:
         pz = (a_beta * pn).sum(dim=-1) - sum_w * s_pos_beta
         grad_tau = (-((g * pz).sum() * beta)).reshape(())

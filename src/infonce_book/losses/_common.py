@@ -3,6 +3,11 @@
 choice of chunks and of the fused path, the reduction with its overflow checks, and the guard
 against autocast.
 
+Value checks (``check_values``): the public functions set, for the length of a call, whether
+checks that read device values back to the host run (:func:`value_checks`, read by
+:func:`values_checked` in the checks of this module and of :mod:`._norm_checks`); they are off for
+``meta`` tensors, which have no values.
+
 The kernels live in modules of their own: :mod:`._similarity` (from similarities),
 :mod:`._chunked` and :mod:`._fused` (from embeddings, chosen by :mod:`._embedding`), with the
 log-sum-exp arithmetic in :mod:`._logsumexp` and the pieces of their backward passes in
@@ -14,10 +19,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import threading
 
 import torch
 
-from ..utils.validation import check_choice, check_tau
+from ..utils.validation import check_bool, check_choice, check_tau
+from ._logsumexp import scale_by_temperature
 
 VARIANTS = ("standard", "decoupled")
 REDUCTIONS = ("mean", "sum", "none")
@@ -32,7 +39,10 @@ FUSED_MAX_LOGITS = 2**16
 # ---- autocast ----------------------------------------------------------------------------------
 
 def autocast_enabled(device_type: str) -> bool:
-    """Whether autocast is on for ``device_type`` ("cpu", "cuda", ...)."""
+    """Whether autocast is on for ``device_type`` ("cpu", "cuda", ...; False for a device type
+    without autocast, such as ``meta``)."""
+    if device_type == "meta":  # no autocast there (torch raises "unknown device type for autocast")
+        return False
     try:
         return torch.is_autocast_enabled(device_type)
     except TypeError:  # torch < 2.4 has one query per device type
@@ -56,7 +66,9 @@ def _device_type(args, kwargs):
 
 
 def without_autocast(fn):
-    """Run the loss ``fn`` with autocast switched off for the device of its first tensor argument.
+    """Run the loss ``fn`` with autocast switched off for the device of its first tensor argument,
+    and value checks as its keyword ``check_values`` asks (default True; off for ``meta``
+    tensors).
 
     Under ``torch.autocast`` the matrix multiplies of the loss would otherwise run in float16 or
     bfloat16 (or fail on mixed dtypes); the loss chooses its own dtypes (module docstring of
@@ -65,22 +77,63 @@ def without_autocast(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         device_type = _device_type(args, kwargs)
-        if device_type is not None and autocast_enabled(device_type):
-            with torch.autocast(device_type, enabled=False):
-                return fn(*args, **kwargs)
-        return fn(*args, **kwargs)
+        checked = check_bool(kwargs.get("check_values", True), "check_values") and device_type != "meta"
+        with value_checks(checked):
+            if device_type is not None and autocast_enabled(device_type):
+                with torch.autocast(device_type, enabled=False):
+                    return fn(*args, **kwargs)
+            return fn(*args, **kwargs)
 
     return wrapper
+
+
+# ---- value checks ------------------------------------------------------------------------------
+
+_STATE = threading.local()
+
+
+def values_checked() -> bool:
+    """Whether the current loss call runs the checks that read device values on the host (the
+    finiteness of inputs and of the loss, the unit norms, the value of a tensor ``tau``)."""
+    return getattr(_STATE, "checked", True)
+
+
+@contextlib.contextmanager
+def value_checks(enabled: bool):
+    """Value checks on or off for the length of the block (per thread; nested blocks restore the
+    outer setting)."""
+    outer = values_checked()
+    _STATE.checked = enabled
+    try:
+        yield
+    finally:
+        _STATE.checked = outer
 
 
 # ---- arguments ---------------------------------------------------------------------------------
 
 def split_tau(tau):
-    """``(value, tensor)``: the validated float, and the 0-d tensor to differentiate (or None)."""
+    """``(value, tensor)``: the validated float, and the 0-d tensor to differentiate (or None).
+
+    Without value checks (:func:`values_checked`) a tensor ``tau`` is not read: ``(None, tau)``
+    after its shape and dtype are checked (the caller folds it into the inputs, as in
+    :func:`fold_temperature`)."""
     if isinstance(tau, torch.Tensor):
+        if not values_checked():
+            if tau.numel() != 1 or not torch.is_floating_point(tau):
+                check_tau(tau)  # raises, naming the shape or dtype (without reading a value)
+            return None, tau.reshape(())
         value = check_tau(tau.detach())
         return value, (tau.reshape(()) if tau.requires_grad else None)
     return check_tau(tau), None
+
+
+def fold_temperature(x: torch.Tensor, tau_tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x / tau`` in ``dtype``, differentiable in both (``tau`` a 0-d tensor not read on the
+    host): the kernels then run at temperature 1 on the scaled anchors or similarities, which is
+    the same loss (``z_j = <a / tau, n_j> - <a / tau, p>``), rounded differently by about one
+    unit in the last place."""
+    return scale_by_temperature(x.to(dtype), tau_tensor, divide=True)
 
 
 def inverse_temperature(tau: float, dtype: torch.dtype) -> float:
@@ -96,12 +149,13 @@ def inverse_temperature(tau: float, dtype: torch.dtype) -> float:
 
 
 def check_finite_loss(lse: torch.Tensor, dtype: torch.dtype, tau: float) -> None:
-    """Raise OverflowError unless every per-row loss is finite.
+    """Raise OverflowError unless every per-row loss is finite (nothing checked, nothing read,
+    without value checks: :func:`values_checked`).
 
     The inputs are checked finite and ``1/tau`` representable before, so a loss that is not
     finite means that it (or the logits it is made of) lies beyond the range of ``dtype``: that
     is reported, never returned as inf or NaN."""
-    if not bool(torch.isfinite(lse.detach()).all()):
+    if values_checked() and not bool(torch.isfinite(lse.detach()).all()):
         hint = "a larger tau" if dtype == torch.float64 else "accumulate=torch.float64 or a larger tau"
         raise OverflowError(f"the InfoNCE loss overflows {dtype} at tau={tau!r}: its logits (s_j - s+)/tau reach "
                             f"beyond the largest number {torch.finfo(dtype).max:.3g} (inputs far from the unit "
@@ -168,6 +222,29 @@ def use_fused(B: int, k: int, chunk_size: int | None) -> bool:
     return (chunk_size is None or k <= chunk_size) and B * k <= FUSED_MAX_LOGITS
 
 
+class _ZeroLoss(torch.autograd.Function):
+    """``rows`` zeros of ``dtype``, with a zero gradient (exactly) for every input."""
+
+    @staticmethod
+    def forward(ctx, rows, dtype, *inputs):
+        ctx.specs = [(x.shape, x.dtype, x.device) for x in inputs]
+        return torch.zeros(rows, dtype=dtype, device=inputs[0].device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad[2:]
+        return (None, None, *(torch.zeros(shape, dtype=dt, device=dev) if need else None
+                              for (shape, dt, dev), need in zip(ctx.specs, needs)))
+
+
+def zero_loss(rows: int, dtype: torch.dtype, reduction: str, *inputs) -> torch.Tensor:
+    """The loss of ``rows`` rows that have no negative in the standard variant: each row's
+    ``log(e^0) = 0`` exactly, with a zero gradient in every input (tensors among ``inputs``;
+    the first one gives the device), reduced."""
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    return reduce(_ZeroLoss.apply(rows, dtype, *tensors), reduction)
+
+
 def reduce(loss: torch.Tensor, reduction: str) -> torch.Tensor:
     if reduction == "mean":
         return loss.mean()
@@ -189,8 +266,8 @@ def finite_loss(lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: floa
 def finite_reduction(out, lse, reduction, dtype, tau, *, known_finite=None):
     """``out`` (the mean or sum of finite rows ``lse``) if it is finite (``known_finite``: that
     is already known, or None to check); otherwise the mean formed without overflow, or an
-    OverflowError for a sum."""
-    if known_finite if known_finite is not None else bool(torch.isfinite(out.detach())):
+    OverflowError for a sum; ``out`` unread without value checks)."""
+    if not values_checked() or (known_finite if known_finite is not None else bool(torch.isfinite(out.detach()))):
         return out
     if reduction == "mean":
         out = (lse / lse.shape[0]).sum()

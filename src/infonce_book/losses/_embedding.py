@@ -8,8 +8,9 @@ from __future__ import annotations
 import torch
 
 from ._chunked import InfoNCEFromEmbeddings
-from ._common import chunk_bounds, finite_loss, inverse_temperature, use_fused
+from ._common import chunk_bounds, finite_loss, inverse_temperature, reduce, use_fused
 from ._fused import FusedInfoNCE
+from ._logsumexp import embedding_lse_plain
 from ._norm_checks import norm_range, raise_unless_checks_pass
 
 __all__ = ["embedding_loss"]
@@ -27,6 +28,10 @@ def embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, include_p
     (or non-finite entries) and OverflowError where ``1/tau`` or the loss leaves the range of
     ``dtype``."""
     inverse_temperature(tau_value, dtype)
+    if anchor.device.type == "meta":  # shapes and dtypes only: the plain form, free on meta tensors
+        tau = tau_value if tau_tensor is None else tau_tensor
+        return reduce(embedding_lse_plain(anchor, positive, negatives, tau, include_positive, dtype, exclude),
+                      reduction)
     B, k = anchor.shape[0], negatives.shape[-2]
     if use_fused(B, k, chunk_size):
         checks = tuple(unit_norm) + (((negatives, "negatives"),) if check_negatives_norm else ())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..utils.validation import check_float_tensor
+from ._common import values_checked
 
 __all__ = ["all_gather_with_grad", "local_offset"]
 
@@ -67,12 +68,16 @@ class _SumOwnSlice(torch.autograd.Function):
 
 def all_gather_with_grad(x, group=None):
     """``cat(x_0, ..., x_{W-1})`` over the processes of ``group``, differentiably; the checks and
-    errors of :func:`infonce_book.losses.gather_with_grad`, which documents it."""
+    errors of :func:`infonce_book.losses.gather_with_grad`, which documents it. Inside a loss
+    called with ``check_values=False`` (:func:`._common.values_checked`) the processes' shapes
+    are not compared first (that comparison reads an all-gather of them on the host)."""
     dist = _dist()
     check_float_tensor(x, "x", finite=False)
     if not 1 <= x.dim() <= _MAX_DIM:
         raise ValueError(f"x must have between 1 and {_MAX_DIM} dimensions (the first is gathered), "
                          f"got shape {tuple(x.shape)}")
+    if not values_checked():
+        return _AllGather.apply(x.contiguous(), group)
     world = dist.get_world_size(group)
     # Shapes and dtypes first, in a fixed-size message, so that a mismatch is an error on every
     # process rather than a hang or garbage in the gather itself.

@@ -78,7 +78,7 @@ def _similarity_backward(ctx, grad, s_pos, s_neg, m, r):
                 pz += torch.where(w > 0, w * z, 0.0).sum(dim=-1)
             if need_neg:
                 grad_neg[:, lo:hi] = w.mul_(f.unsqueeze(-1))
-        if need_neg and late != 1.0:
+        if need_neg:
             grad_neg.mul_(late)
         if need_tau:
             grad_tau = (-((g * pz).sum() * beta)).reshape(())

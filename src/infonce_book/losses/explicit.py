@@ -53,6 +53,37 @@ Where the logits are formed:
   from float32 embeddings in float64 instead (exact to about ``1e-15``, at several times the
   cost on a CPU, more on most GPUs).
 
+Value checks and the device (``check_values``, every loss function): by default
+(``check_values=True``) the inputs are checked finite and on the unit sphere, a tensor ``tau``
+finite and > 0, and the loss finite, and a failing check raises at the call that caused it. These
+checks read values back to the host: nothing to wait for on a CPU, one synchronisation per call on
+a GPU (the fused path reads all of its checks together with the loss). The default is on because
+a NaN input or an overflowing loss is then an error naming its cause, rather than NaN parameters
+some steps later. ``check_values=False`` reads no value on the host (nothing waits for the device):
+a NaN or infinite input gives a NaN loss, an overflow an ``inf``, rows off the sphere are scored
+as given, and a tensor ``tau`` is divided into the anchors (or similarities) on the device, so
+that the kernels run at temperature 1 on the same logits (the same loss, rounded differently by
+about one unit in the last place; its value is never read, and a tau <= 0 is not detected). With
+``gather=True`` the processes' shapes are then not compared first (a mismatch fails inside the
+collective, or hangs it). Checks of shapes, dtypes and options read no device value and always
+run. ``meta`` tensors (shape inference) have no values: their value checks are skipped
+(``check_values`` has no effect) and the result has the right shape and dtype.
+
+Edges: with no negative the standard loss of a row is ``log(e^0) = 0`` exactly, with zero
+gradient: :func:`info_nce` and :func:`info_nce_from_similarities` with ``k = 0`` (and
+:func:`info_nce_streaming` with no negatives) return it (the decoupled variant, ``log 0``,
+raises). The same holds for the in-batch forms at ``B = 1`` (:mod:`.in_batch`), the last, partial
+batch of an epoch.
+
+``torch.compile``: values and gradients equal the eager ones (tested with
+``backend="aot_eager"``). With ``check_values=True`` every value read on the host is a graph break
+(several per call: the checks, a tensor ``tau``'s value, the loss's finiteness). With
+``check_values=False`` and a float or a tensor ``tau``, the fused and the chunked paths of every
+form compile without a graph break (measured with ``torch._dynamo.explain`` on inputs that need
+gradients), except on the first call of the fused path for a new dtype and device, whose backward
+pass caches a constant zero (a side effect that breaks the graph once); ``gather=True`` (the
+collectives) was not measured.
+
 This module holds the public functions and their argument checks; the kernels are private
 modules: :mod:`._similarity` (from similarities), :mod:`._chunked` and :mod:`._fused` (from
 embeddings, chosen by :mod:`._embedding`), the log-sum-exp forms in :mod:`._logsumexp`.
@@ -62,7 +93,7 @@ from __future__ import annotations
 
 import torch
 
-from ..utils.validation import check_bool, check_float_tensor
+from ..utils.validation import check_bool, check_float_tensor, check_unit_norm
 from ._common import (
     ACCUMULATE_DTYPES,
     REDUCTIONS,
@@ -73,9 +104,12 @@ from ._common import (
     check_negatives,
     check_options,
     finite_loss,
+    fold_temperature,
     inverse_temperature,
     split_tau,
+    values_checked,
     without_autocast,
+    zero_loss,
 )
 from ._embedding import embedding_loss
 from ._logsumexp import RunningLogSumExp, centred_logits
@@ -86,23 +120,25 @@ __all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "info_nce", "info_nce_
 
 
 @without_autocast
-def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reduction="mean", accumulate=None):
+def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reduction="mean", accumulate=None,
+                       check_values=True):
     """InfoNCE from similarities that arrive in chunks of negatives (running log-sum-exp).
 
     Args:
         s_pos: (B,) similarities of anchor and positive.
         s_neg_chunks: an iterable of (B, m_i) tensors, the similarities of each anchor with the
             next m_i negatives; at least one negative in all. Only one chunk is held at a time.
-        tau, variant, reduction, accumulate: as in :func:`info_nce_from_similarities`.
+        tau, variant, reduction, accumulate, check_values: as in :func:`info_nce_from_similarities`.
     Returns:
-        As :func:`info_nce_from_similarities` over the concatenated chunks (same value).
+        As :func:`info_nce_from_similarities` over the concatenated chunks (same value; no
+        negative in all: 0 in the standard variant).
         Differentiable by plain autograd (to any order), which keeps one (B, m_i) tensor per
         chunk for the backward pass (chunks that were consumed cannot be recomputed): for a
         backward pass that holds at most ``B x chunk_size`` similarities, score embeddings with
         :func:`info_nce` and ``chunk_size``. Without gradients only one chunk is held.
     Raises:
         TypeError: non-tensor, non-floating or non-iterable inputs. ValueError: tau not in
-        (0, inf); a chunk whose shape is not (B, m); no negatives; NaN/inf entries; unknown
+        (0, inf); a chunk whose shape is not (B, m); no negatives (decoupled); NaN/inf entries; unknown
         variant, reduction or accumulate dtype. OverflowError: ``1/tau`` or the loss beyond the
         range of the accumulation dtype.
 
@@ -114,7 +150,8 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
         1.386294
     """
     check_options(variant, reduction)
-    check_float_tensor(s_pos, "s_pos")
+    checked = values_checked()
+    check_float_tensor(s_pos, "s_pos", finite=checked)
     if s_pos.dim() != 1 or s_pos.shape[0] == 0:
         raise ValueError(f"s_pos must have shape (B,) with B >= 1, got shape {tuple(s_pos.shape)}")
     if isinstance(s_neg_chunks, torch.Tensor) or not hasattr(s_neg_chunks, "__iter__"):
@@ -123,12 +160,13 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
     tau_value, tau_tensor = split_tau(tau)
     tau = tau_value if tau_tensor is None else tau_tensor
     dtype = accumulation_dtype(check_accumulate(accumulate, s_pos.device), s_pos)
-    inverse_temperature(tau_value, dtype)
-    s_pos = s_pos.to(dtype)
+    if tau_value is not None:
+        inverse_temperature(tau_value, dtype)
+    s_pos_given, s_pos = s_pos, s_pos.to(dtype)
     state = RunningLogSumExp(include_positive=(variant == "standard"))
     k = 0
     for chunk in s_neg_chunks:
-        check_float_tensor(chunk, "s_neg chunk")
+        check_float_tensor(chunk, "s_neg chunk", finite=checked)
         if chunk.dim() != 2 or chunk.shape[0] != s_pos.shape[0]:
             raise ValueError(f"each s_neg chunk must have shape (B, m) with B = {s_pos.shape[0]}, "
                              f"got shape {tuple(chunk.shape)}")
@@ -137,19 +175,23 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
         k += chunk.shape[1]
         state.update(centred_logits(chunk, s_pos, tau, dtype))
     if k < 1:
-        raise ValueError("k (number of negatives) must be >= 1, got no negatives in s_neg_chunks")
+        if variant == "standard":  # log(e^0) = 0 in every row
+            return zero_loss(s_pos.shape[0], dtype, reduction, s_pos_given, tau_tensor)
+        raise ValueError("k (number of negatives) must be >= 1 in the decoupled variant (its loss log 0 is "
+                         "undefined), got no negatives in s_neg_chunks")
     return finite_loss(state.value(), reduction, dtype, tau_value)
 
 
 @without_autocast
 def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reduction="mean", chunk_size=None,
-                               accumulate=None):
+                               accumulate=None, check_values=True):
     """InfoNCE from similarities (book eq. ``notation-infonce``).
 
     Args:
         s_pos: (B,) similarities ``s(x, x+)`` of anchor and positive (cosines, in [-1, 1] for
             embeddings on the sphere; any finite reals are accepted here).
-        s_neg: (B, k) similarities ``s(x, x_j-)`` of anchor and its k >= 1 negatives.
+        s_neg: (B, k) similarities ``s(x, x_j-)`` of anchor and its k negatives (k >= 1; k = 0
+            only in the standard variant, whose loss is then 0).
         tau: temperature, finite and > 0 (a float, or a 0-d tensor for a learnable temperature);
             ``1/tau`` must not exceed the largest number of the accumulation dtype (float32:
             ``tau >= 2.94e-39``).
@@ -165,6 +207,10 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
             the float64 result (to about 1e-15 relative), which the book's numerics guarantee
             (1e-6 relative for every tau in [1e-4, 1e2]) rests on below ``tau`` of about 0.2
             (book: "Input validation and failure modes").
+        check_values: run the checks that read values on the host (default True: finite
+            inputs, a valid tensor ``tau``, a finite loss); False reads none, so nothing waits
+            for the device (module docstring, "Value checks"; a tensor ``tau`` is then divided
+            into the similarities, in float64).
     Returns:
         Loss in nats: a scalar for "mean"/"sum", shape (B,) for "none". Dtype
         ``promote(s_pos.dtype, float32)``, or ``accumulate`` when given (also under
@@ -174,7 +220,7 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
         (second derivatives materialise the (B, k) logits).
     Raises:
         TypeError: non-tensor or non-floating inputs. ValueError: tau not in (0, inf); ranks or
-        batch sizes disagree (both shapes are named); k < 1; empty batch; NaN/inf entries;
+        batch sizes disagree (both shapes are named); k < 1 (decoupled); empty batch; NaN/inf entries;
         unknown variant, reduction or accumulate dtype. OverflowError: ``1/tau`` or the loss
         beyond the range of the accumulation dtype (e.g. ``tau = 1e-40`` in float32).
     Source: van den Oord et al. (2018), eq. 4; decoupled variant: Yeh et al. (2022).
@@ -188,8 +234,9 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
         1.098612
     """
     chunk_size = check_options(variant, reduction, chunk_size)
-    check_float_tensor(s_pos, "s_pos")
-    check_float_tensor(s_neg, "s_neg")
+    checked = values_checked()
+    check_float_tensor(s_pos, "s_pos", finite=checked)
+    check_float_tensor(s_neg, "s_neg", finite=checked)
     accumulate = check_accumulate(accumulate, s_pos.device)
     if s_pos.dim() != 1:
         raise ValueError(f"s_pos must have shape (B,), got shape {tuple(s_pos.shape)}")
@@ -199,15 +246,22 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
             f"s_neg {tuple(s_neg.shape)}"
         )
     check_batch(s_pos.shape[0], "s_pos")
-    check_negatives(s_neg.shape[1], "s_neg", s_neg.shape)
+    if variant == "decoupled" or s_neg.shape[1]:
+        check_negatives(s_neg.shape[1], "s_neg", s_neg.shape)
     tau_value, tau_tensor = split_tau(tau)
     dtype = accumulation_dtype(accumulate, s_pos, s_neg)
+    if s_neg.shape[1] == 0:  # standard variant, no negative: log(e^0) = 0 in every row
+        return zero_loss(s_pos.shape[0], dtype, reduction, s_pos, s_neg, tau_tensor)
+    if tau_value is None:  # a tensor tau, not read: the similarities divided by it on the device
+        wide = torch.float32 if s_pos.device.type == "mps" else torch.float64
+        s_pos, s_neg = fold_temperature(s_pos, tau_tensor, wide), fold_temperature(s_neg, tau_tensor, wide)
+        tau_value, tau_tensor = 1.0, None
     return similarity_loss(s_pos, s_neg, tau_value, tau_tensor, variant == "standard", chunk_size, dtype, reduction)
 
 
 @without_autocast
 def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction="mean", chunk_size=None,
-             require_unit_norm=True, accumulate=None):
+             require_unit_norm=True, accumulate=None, check_values=True):
     """InfoNCE loss with k negatives (book eq. ``notation-infonce``), from embeddings.
 
     Args:
@@ -215,7 +269,8 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
         positive: (B, d) embeddings ``phi(x+)``.
         negatives: (B, k, d) negatives per anchor, or (k, d) negatives shared by all anchors
             (in-batch or memory-bank practice; across processes, gather them with
-            :func:`infonce_book.losses.gather_with_grad`); k >= 1.
+            :func:`infonce_book.losses.gather_with_grad`); k >= 1 (k = 0 only in the standard
+            variant, whose loss is then 0 with zero gradient).
         tau: temperature, finite and > 0 (float or 0-d tensor; a tensor that requires grad gets
             its gradient); ``1/tau`` must not exceed the largest number of the accumulation
             dtype (float32: ``tau >= 2.94e-39``).
@@ -240,6 +295,10 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
             [1e-4, 1e2] and k up to 10^6 holds with ``accumulate=torch.float64`` (needed below
             tau of about 0.2, and for the gradients at k beyond about 10^5; book: "Input
             validation and failure modes").
+        check_values: run the checks that read values on the host (default True: the unit
+            norms or finite entries, a valid tensor ``tau``, a finite loss); False reads none,
+            so nothing waits for the device, and ``require_unit_norm`` is then not checked
+            (module docstring, "Value checks").
     Returns:
         Loss in nats: scalar for "mean"/"sum", (B,) for "none"; dtype ``accumulate`` (default
         ``promote(dtype, float32)``, also under ``torch.autocast``, which the loss switches off
@@ -249,7 +308,7 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
         the (B, k) logits.
     Raises:
         TypeError: non-tensor or integer inputs. ValueError: tau not in (0, inf); shapes disagree
-        (names both shapes); k < 1; empty batch; NaN/inf entries; rows not of unit norm;
+        (names both shapes); k < 1 (decoupled); empty batch; NaN/inf entries; rows not of unit norm;
         unknown variant, reduction or accumulate dtype. OverflowError: ``1/tau`` or the loss
         beyond the range of the accumulation dtype.
     Source: van den Oord et al. (2018), eq. 4; decoupled variant: Yeh et al. (2022).
@@ -262,12 +321,20 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
     """
     chunk_size = check_options(variant, reduction, chunk_size)
     check_bool(require_unit_norm, "require_unit_norm")
+    checked = values_checked()
     for name, t in (("anchor", anchor), ("positive", positive), ("negatives", negatives)):
-        check_float_tensor(t, name, finite=not require_unit_norm)  # else the norm check covers it
+        check_float_tensor(t, name, finite=checked and not require_unit_norm)  # else the norm check covers it
     accumulate = check_accumulate(accumulate, anchor.device)
-    _check_embedding_shapes(anchor, positive, negatives)
+    _check_embedding_shapes(anchor, positive, negatives, allow_no_negative=variant == "standard")
+    require_unit_norm = require_unit_norm and checked
     tau_value, tau_tensor = split_tau(tau)
     dtype = accumulation_dtype(accumulate, anchor, positive, negatives)
+    if negatives.shape[-2] == 0:  # standard variant, no negative: log(e^0) = 0 in every row
+        for x, name in ((anchor, "anchor"), (positive, "positive")) if require_unit_norm else ():
+            check_unit_norm(x, name)
+        return zero_loss(anchor.shape[0], dtype, reduction, anchor, positive, negatives, tau_tensor)
+    if tau_value is None:  # a tensor tau, not read: the anchors divided by it on the device
+        anchor, tau_value, tau_tensor = fold_temperature(anchor, tau_tensor, dtype), 1.0, None
     # With require_unit_norm the negatives are checked chunk by chunk as they are scored (a
     # separate pass over a (k, d) matrix costs about as much as scoring it against a small batch).
     unit_norm = ((anchor, "anchor"), (positive, "positive")) if require_unit_norm else ()
@@ -275,9 +342,10 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
                           dtype, reduction, unit_norm, require_unit_norm)
 
 
-def _check_embedding_shapes(anchor, positive, negatives):
+def _check_embedding_shapes(anchor, positive, negatives, allow_no_negative=False):
     """ValueError unless ``anchor`` and ``positive`` are (B, d) with B >= 1 and ``negatives`` is
-    (B, k, d) or (k, d) with k >= 1 (the messages name both shapes)."""
+    (B, k, d) or (k, d) with k >= 1 (or k = 0 with ``allow_no_negative``; the messages name both
+    shapes)."""
     if anchor.dim() != 2:
         raise ValueError(f"anchor must have shape (B, d), got shape {tuple(anchor.shape)}")
     if positive.shape != anchor.shape:
@@ -301,4 +369,5 @@ def _check_embedding_shapes(anchor, positive, negatives):
             )
     else:
         raise ValueError(f"negatives must have shape (B, k, d) or (k, d), got shape {tuple(negatives.shape)}")
-    check_negatives(negatives.shape[-2], "negatives", negatives.shape)
+    if not allow_no_negative:
+        check_negatives(negatives.shape[-2], "negatives", negatives.shape)

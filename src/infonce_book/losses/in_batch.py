@@ -15,23 +15,30 @@ for NT-Xent, the anchor itself) is left out of each row's negatives (its logit s
 before the log-sum-exp, never subtracted afterwards): the same log-space arithmetic, chunking,
 custom backward pass, fused path for small batches, accuracy, autocast and overflow behaviour,
 and the same ``variant`` (``"decoupled"``: the positive left out of the denominator, Yeh et al.
-2022) and ``reduction``. With ``gather=True`` the candidates of every process of a
-``torch.distributed`` group are scored (:func:`infonce_book.losses.gather_with_grad`).
+2022) and ``reduction``, ``check_values``, ``meta`` tensors and ``torch.compile`` (module
+docstring of :mod:`infonce_book.losses.explicit`). With ``gather=True`` the candidates of every
+process of a ``torch.distributed`` group are scored (:func:`infonce_book.losses.gather_with_grad`).
+
+A batch of one pair (``B = 1`` in all, as the last, partial batch of an epoch may be) has no
+negative: its standard loss is exactly 0, with zero gradient; the decoupled variant raises.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..utils.validation import check_bool, check_float_tensor
+from ..utils.validation import check_bool, check_float_tensor, check_unit_norm
 from ._common import (
     accumulation_dtype,
     check_accumulate,
     check_chunk_size,
     check_options,
     finite_loss,
+    fold_temperature,
     split_tau,
+    values_checked,
     without_autocast,
+    zero_loss,
 )
 from ._embedding import embedding_loss
 from ._gather import all_gather_with_grad, local_offset
@@ -41,7 +48,8 @@ __all__ = ["info_nce_in_batch", "nt_xent"]
 
 def _validate_pairs(z1, z2, require_unit_norm):
     for name, t in (("z1", z1), ("z2", z2)):
-        check_float_tensor(t, name, finite=not require_unit_norm)  # else the norm check covers it
+        # (the norm check covers finiteness; neither reads a value without value checks)
+        check_float_tensor(t, name, finite=values_checked() and not require_unit_norm)
     if z1.dim() != 2:
         raise ValueError(f"z1 must have shape (B, d), got shape {tuple(z1.shape)}")
     if z2.shape != z1.shape:
@@ -57,9 +65,44 @@ def _check_options(variant, reduction, chunk_size, require_unit_norm, gather):
     return check_chunk_size(chunk_size)
 
 
+def _candidates(xs, gather, group):
+    """``(candidates, offset)``: each of ``xs`` gathered from every process (``gather``) or itself,
+    and the first row of this process's own slice."""
+    if gather:
+        return [all_gather_with_grad(x, group) for x in xs], local_offset(xs[0].shape[0], group)
+    return [_alias_when_compiling(x) for x in xs], 0
+
+
+def _anchors(xs, tau_value, tau_tensor, dtype):
+    """``(anchors, tau_value, tau_tensor)``: ``xs`` and the temperature as given, or, for a tensor
+    tau not read on the host (``tau_value`` None), ``xs`` divided by it on the device and tau 1."""
+    if tau_value is not None:
+        return xs, tau_value, tau_tensor
+    return [fold_temperature(x, tau_tensor, dtype) for x in xs], 1.0, None
+
+
+def _alias_when_compiling(x):
+    """``x``, or a view of it under ``torch.compile``: the candidates are also the positives (or
+    the anchors), and dynamo breaks the graph at a custom autograd function given one tensor
+    twice; eager calls pass the tensor itself."""
+    return x.view_as(x) if torch.compiler.is_compiling() else x
+
+
+def _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor, require_unit_norm, what):
+    """The loss of one pair in all (no negative): 0 per row in the standard variant, with zero
+    gradient (after the unit-norm checks); ValueError for the decoupled one."""
+    if variant != "standard":
+        raise ValueError(f"{what} with variant='decoupled' needs at least 2 pairs in all (a row without "
+                         f"negatives has the undefined loss log 0), got B = 1")
+    if require_unit_norm:
+        check_unit_norm(z1, "z1")
+        check_unit_norm(z2, "z2")
+    return zero_loss(rows, dtype, reduction, z1, z2, tau_tensor)
+
+
 @without_autocast
 def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduction="mean", chunk_size=None,
-                      require_unit_norm=True, accumulate=None, gather=False, group=None):
+                      require_unit_norm=True, accumulate=None, gather=False, group=None, check_values=True):
     """In-batch InfoNCE over the logits ``z1 z2^T / tau`` (CLIP's loss; ``symmetric=True``: both
     directions averaged, as CLIP does).
 
@@ -86,15 +129,18 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
             gradients back to their owners; :func:`infonce_book.losses.gather_with_grad`); the
             local rows are the anchors. Every process must call it alike.
         group: the process group for ``gather`` (``None``: the default group).
+        check_values: as in :func:`infonce_book.losses.info_nce` (default True; False reads no
+            value on the host, so nothing waits for the device).
     Returns:
         Loss in nats (a scalar for "mean"/"sum", (B,) for "none"), dtype as in
         :func:`infonce_book.losses.info_nce`. All similarities equal: ``log B`` per row (standard)
-        and ``log(B - 1)`` (decoupled); with ``gather``, ``log(W B)`` and ``log(W B - 1)``.
+        and ``log(B - 1)`` (decoupled); with ``gather``, ``log(W B)`` and ``log(W B - 1)``. One
+        pair in all (``B = 1``): exactly 0, with zero gradient (standard).
         Differentiable in ``z1``, ``z2`` and a tensor ``tau``, to any order.
     Raises:
         TypeError: non-tensor or integer inputs, non-bool flags. ValueError: tau not in (0, inf);
-        shapes not (B, d) alike (both named); fewer than 2 candidates in all (no negative:
-        ``B = 1``); NaN/inf entries; rows not of unit norm; unknown variant, reduction or
+        shapes not (B, d) alike (both named); ``B = 0``; fewer than 2 candidates in all with
+        ``variant="decoupled"`` (no negative: ``B = 1``); NaN/inf entries; rows not of unit norm; unknown variant, reduction or
         accumulate dtype. OverflowError: ``1/tau`` or the loss beyond the accumulation dtype.
         RuntimeError: ``gather=True`` without an initialised process group.
     Source: Radford et al. (2021), "Learning transferable visual models from natural language
@@ -115,25 +161,22 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
     accumulate = check_accumulate(accumulate, z1.device)
     tau_value, tau_tensor = split_tau(tau)
     B = z1.shape[0]
-    if gather:
-        c1, c2 = all_gather_with_grad(z1, group), all_gather_with_grad(z2, group)
-        offset = local_offset(B, group)
-    else:
-        c1, c2, offset = z1, z2, 0
-    if c2.shape[0] < 2:
-        raise ValueError(f"in-batch InfoNCE needs at least 2 pairs in all (B - 1 >= 1 negatives per row), "
-                         f"got B = {c2.shape[0]}")
+    (c1, c2), offset = _candidates((z1, z2), gather, group)
     dtype = accumulation_dtype(accumulate, z1, z2)
+    if c2.shape[0] < 2:
+        return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor, require_unit_norm and values_checked(),
+                            "in-batch InfoNCE")
     include_positive = variant == "standard"
+    (a1, a2), tau_value, tau_tensor = _anchors((z1, z2), tau_value, tau_tensor, dtype)
     exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
     # Checked on the gathered candidates, so that every process raises alike.
-    unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm else ()
+    unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()
     if not symmetric:
-        return embedding_loss(z1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype, reduction,
+        return embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype, reduction,
                               unit_norm, exclude=exclude)
-    rows = embedding_loss(z1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
+    rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
                           unit_norm, exclude=exclude)
-    columns = embedding_loss(z2, z1, c1, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
+    columns = embedding_loss(a2, z1, c1, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
                              exclude=exclude)
     pairs = rows * 0.5 + columns * 0.5  # (each half first: the sum of two finite rows may overflow)
     return finite_loss(pairs, reduction, dtype, tau_value)
@@ -141,7 +184,7 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
 
 @without_autocast
 def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=None, require_unit_norm=True,
-            accumulate=None, gather=False, group=None):
+            accumulate=None, gather=False, group=None, check_values=True):
     """SimCLR's NT-Xent loss over the ``2B`` views of ``B`` pairs.
 
     The views are ``v = (z1_1, ..., z1_B, z2_1, ..., z2_B)``. View ``i``'s positive is its pair
@@ -163,14 +206,17 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
             ``2B x chunk_size``).
         gather, group: as in :func:`info_nce_in_batch` (the local 2B views are the anchors,
             the views of every process the candidates).
+        check_values: as in :func:`infonce_book.losses.info_nce` (default True; False reads no
+            value on the host, so nothing waits for the device).
     Returns:
         Loss in nats (a scalar for "mean"/"sum", (2B,) for "none"). All similarities equal:
-        ``log(2B - 1)`` per view (standard) and ``log(2B - 2)`` (decoupled). Differentiable in
+        ``log(2B - 1)`` per view (standard) and ``log(2B - 2)`` (decoupled). One pair in all
+        (``B = 1``): exactly 0, with zero gradient (standard). Differentiable in
         ``z1``, ``z2`` and a tensor ``tau``, to any order.
     Raises:
         TypeError: non-tensor or integer inputs, non-bool flags. ValueError: tau not in (0, inf);
-        shapes not (B, d) alike (both named); fewer than 2 pairs in all (``B = 1``: no
-        negative); NaN/inf entries; rows not of unit norm; unknown variant, reduction or
+        shapes not (B, d) alike (both named); ``B = 0``; fewer than 2 pairs in all with
+        ``variant="decoupled"`` (``B = 1``: no negative); NaN/inf entries; rows not of unit norm; unknown variant, reduction or
         accumulate dtype. OverflowError: ``1/tau`` or the loss beyond the accumulation dtype.
         RuntimeError: ``gather=True`` without an initialised process group.
     Source: Chen et al. (2020), "A simple framework for contrastive learning of visual
@@ -189,20 +235,17 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
     B = z1.shape[0]
     views = torch.cat([z1, z2])
     pairs = torch.cat([z2, z1])
-    if gather:
-        candidates = all_gather_with_grad(views, group)
-        offset = local_offset(2 * B, group)
-    else:
-        candidates, offset = views, 0
-    if candidates.shape[0] < 4:
-        raise ValueError(f"nt_xent needs at least 2 pairs in all (2B - 2 >= 1 negatives per view), "
-                         f"got B = {candidates.shape[0] // 2}")
+    (candidates,), offset = _candidates((views,), gather, group)
     dtype = accumulation_dtype(accumulate, z1, z2)
+    if candidates.shape[0] < 4:
+        return _single_pair(variant, 2 * B, dtype, reduction, z1, z2, tau_tensor,
+                            require_unit_norm and values_checked(), "nt_xent")
+    (anchors,), tau_value, tau_tensor = _anchors((views,), tau_value, tau_tensor, dtype)
     own = torch.arange(2 * B, device=z1.device)
     exclude = torch.stack([own + offset, (own + B) % (2 * B) + offset], dim=-1)  # itself and its positive
     # Checked on the gathered candidates, so that every process raises alike.
     unit_norm = ()
-    if require_unit_norm:
+    if require_unit_norm and values_checked():
         unit_norm = ((candidates, "z1 and z2 (gathered)"),) if gather else ((z1, "z1"), (z2, "z2"))
-    return embedding_loss(views, pairs, candidates, tau_value, tau_tensor, variant == "standard", chunk_size,
+    return embedding_loss(anchors, pairs, candidates, tau_value, tau_tensor, variant == "standard", chunk_size,
                           dtype, reduction, unit_norm, exclude=exclude)
