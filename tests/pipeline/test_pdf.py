@@ -161,6 +161,7 @@ def test_each_chapter_page_and_the_intro_link_to_their_pdf(pdfs, smoke_book):
 def test_titles_lose_their_tex_for_bookmarks_and_footers():
     assert pdf_build.plain_title(r"1. The limit and its \(O(1/k)\) rate (C1) — Book") == "1. The limit and its O(1/k) rate (C1)"
     assert pdf_build.plain_title(r"3. How \(\tau\) and \(\kappa\) matter") == "3. How τ and κ matter"
+    assert pdf_build.plain_title(r"1.9. How \(c_1\) and \(u_{12}\) depend") == "1.9. How c₁ and u₁₂ depend"
 
 
 MM = 72 / 25.4  # points per millimetre

@@ -1,15 +1,21 @@
 """PDFs of the book and of each chapter, printed from the HTML build with chromium.
 
 ``infonce-book pdf`` (``make pdf``) prints every page of ``<build>/html`` with Debian's chromium,
-driven by Playwright, and writes
+driven by Playwright, on A4 or US Letter (``--paper``), and writes to ``<build>/pdf``
 
-* ``<build>/pdf/<chapter>.pdf`` for every chapter (the executed pages outside the back matter), and
-* ``<build>/pdf/book.pdf``: every page of ``_toc.yml`` in order, merged with :mod:`pypdf`, with
-  one bookmark per page (under its part) and links between pages turned into jumps inside the
-  PDF;
+* ``book.pdf``: a contents page (every part, chapter and section with its page, each a link),
+  then every page of ``_toc.yml`` in order but the back matter other than the references, merged
+  with :mod:`pypdf` and numbered through (footers and PDF page labels, see
+  :mod:`~infonce_book.pipeline.pdf_pages`), with one bookmark per page (under its part) and links
+  between pages turned into jumps inside the PDF (:mod:`~infonce_book.pipeline.pdf_links`);
+* ``appendix.pdf``: the rest of the back matter (input validation, the reproducibility ledger,
+  how to cite), made the same way;
+* ``<chapter>.pdf`` for every chapter: its pages of ``book.pdf``, with the book's page numbers;
 
 then copies them to ``<build>/html/pdf/`` and turns on the links to them that the pipeline left,
 hidden, after the title of the intro and of each chapter (:data:`PDF_PLACEHOLDER`).
+``--edition students`` prints the student edition (``<build>/html-students``, no solutions) to
+``<build>/pdf-students`` the same way.
 
 Why print the HTML rather than use Sphinx's LaTeX builder: the PDF is then the page a reader
 sees on the web, with the same numbering (Theorem 5.2, Fig. 5.3, (5.1)), the same MathJax
@@ -19,10 +25,14 @@ TeX distribution of several hundred megabytes in CI, and LaTeX versions of every
 build handles (MathJax macros, glued outputs, sphinx-proof and sphinx-exercise nodes, raw HTML).
 
 Each page is opened over a local HTTP server (MathJax's fonts do not load from ``file://``),
-MathJax is awaited, every collapsed solution and dropdown is opened (the PDFs are of the full
-edition), and the page is printed with the theme's print style sheet and the book's
-(``static/infonce-book.css``: no sidebars, buttons or rerun box; numbered titles; wrapped code),
-A4 at :data:`PRINT_SCALE`, with the page's title and page numbers in the footer.
+MathJax is awaited, every collapsed solution and dropdown is opened, and the page is printed
+with the theme's print style sheet and the book's (``static/infonce-book.css``: no sidebars,
+buttons, toggle hints or rerun box; numbered titles; wrapped code and table cells; nothing
+clipped by a scrolling box) at :data:`PRINT_SCALE`, in a window as wide as the page's text
+column, after :data:`_FIT` has scaled any display, table or image still wider than its box (a
+last resort: long displays are broken into lines at the source). ``tests/pipeline/test_pdf.py``
+reads where every character lies (:mod:`~infonce_book.pipeline.pdf_layout`) and fails if one is
+outside the text column.
 """
 
 from __future__ import annotations
@@ -186,13 +196,17 @@ _GREEK = {name: chr(code) for name, code in (
     ("phi", 0x3c6), ("infty", 0x221e), ("to", 0x2192), ("le", 0x2264), ("ge", 0x2265))}
 
 
+_SUBSCRIPT = str.maketrans("0123456789", "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089")
+
+
 def plain_title(title: str) -> str:
     """A page's ``<title>`` as plain text for PDF bookmarks and footers: without the book's name
-    and without TeX (``\\(O(1/k)\\)`` -> ``O(1/k)``, ``\\tau`` -> ``τ``; other commands lose
-    their backslash)."""
+    and without TeX (``\\(O(1/k)\\)`` -> ``O(1/k)``, ``\\tau`` -> ``τ``, ``c_1`` -> ``c₁``; other
+    commands lose their backslash)."""
     text = title.split(" \u2014 ")[0]
     text = re.sub(r"\\[()\[\]]|\$", "", text)
     text = re.sub(r"\\([A-Za-z]+)", lambda m: _GREEK.get(m.group(1), m.group(1)), text)
+    text = re.sub(r"_\{?(\d+)\}?", lambda m: m.group(1).translate(_SUBSCRIPT), text)
     return re.sub(r"[{}]", "", text).strip()
 
 
@@ -309,6 +323,28 @@ def _edition_text(edition: str, appendix: bool) -> tuple[str, str]:
     return sub, note
 
 
+def _write_chapters(entries, chapter_stems, printed, dests, starts, front, footers, out_dir: Path,
+                    base: str, root_file: str) -> dict[str, Path]:
+    """``<out_dir>/<chapter>.pdf`` for every chapter of ``entries``: its printed pages, with its
+    own links made jumps, the book's footers and page labels. Returns chapter -> path."""
+    from pypdf import PdfReader, PdfWriter  # see build_pdfs
+
+    out = {}
+    for file, caption in entries:
+        stem = Path(file).name
+        if stem not in chapter_stems or caption.strip().lower() == BACK_MATTER:
+            continue
+        reader = PdfReader(str(printed[file].path))
+        single = PdfWriter(clone_from=reader)
+        resolve_links(single, [file] * len(reader.pages), {file: 0}, dests, base, root_file)
+        stamp_footers(single, footers.pages[starts[file]:starts[file] + len(reader.pages)])
+        single.set_page_label(0, len(reader.pages) - 1, style="/D", start=starts[file] - front + 1)
+        single.add_metadata({"/Title": printed[file].title})
+        _write_pdf(single, out_dir / f"{stem}.pdf")
+        out[stem] = out_dir / f"{stem}.pdf"
+    return out
+
+
 def build_pdfs(build_dir: Path, root: Path, *, edition: str = "web", paper: str = "a4",
                chromium: str | None = None, log=print) -> PdfBuild:
     """Print the HTML build of ``edition`` to ``<build>/pdf`` (``<build>/pdf-students`` for the
@@ -323,7 +359,7 @@ def build_pdfs(build_dir: Path, root: Path, *, edition: str = "web", paper: str 
         PdfError: no HTML build, no chromium (``make browser-deps`` installs Debian's), playwright
             or pypdf missing, a page missing from the build or with a MathJax error.
     """
-    from pypdf import PdfReader, PdfWriter  # optional: only `infonce-book pdf` needs it
+    from pypdf import PdfReader  # optional: only `infonce-book pdf` needs it
 
     if edition not in EDITIONS:
         raise ValueError(f"edition must be one of {', '.join(EDITIONS)}; got {edition!r}")
@@ -374,21 +410,10 @@ def build_pdfs(build_dir: Path, root: Path, *, edition: str = "web", paper: str 
     result.front[BOOK_PDF] = front
     shutil.rmtree(out_dir, ignore_errors=True)  # no PDF of a page that is gone stays behind
     out_dir.mkdir(parents=True)
-    chapter_stems = set(chapters(root))
     for file, caption in entries:
         result.pages[file] = len(PdfReader(str(printed[file].path)).pages)
-    for file, caption in book_entries:
-        stem = Path(file).name
-        if stem not in chapter_stems or caption.strip().lower() == BACK_MATTER:
-            continue
-        reader = PdfReader(str(printed[file].path))
-        single = PdfWriter(clone_from=reader)
-        resolve_links(single, [file] * len(reader.pages), {file: 0}, dests, printer.base, files[0])
-        stamp_footers(single, footers.pages[starts[file]:starts[file] + len(reader.pages)])
-        single.set_page_label(0, len(reader.pages) - 1, style="/D", start=starts[file] - front + 1)
-        single.add_metadata({"/Title": printed[file].title})
-        _write_pdf(single, out_dir / f"{stem}.pdf")
-        result.chapters[stem] = out_dir / f"{stem}.pdf"
+    result.chapters = _write_chapters(book_entries, set(chapters(root)), printed, dests, starts, front,
+                                      footers, out_dir, printer.base, files[0])
     meta = {"/Title": book_title, "/Author": str(config.get("author", ""))}
     book.add_metadata(meta)
     _write_pdf(book, result.book)
