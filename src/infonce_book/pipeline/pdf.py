@@ -365,9 +365,7 @@ def build_pdfs(build_dir: Path, root: Path, *, edition: str = "web", paper: str 
         raise ValueError(f"edition must be one of {', '.join(EDITIONS)}; got {edition!r}")
     if paper not in PAPERS:
         raise ValueError(f"paper must be one of {', '.join(PAPERS)}; got {paper!r}")
-    # pypdf warns about chromium's trailer sizes ("Object count ... exceeds defined trailer
-    # size"); the files read correctly, so only errors are shown.
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # chromium's trailer sizes: harmless warnings
 
     build_dir, root = Path(build_dir).resolve(), Path(root).resolve()
     html = html_dir(build_dir, edition)
