@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 PROFILE ?= standard
 DEVICE ?= auto
 SEED ?= 0
+# Paper of the PDFs: a4 or letter.
+PAPER ?= a4
 # TORCH=cpu (default) never downloads a CUDA build: it takes a local wheel if pip
 # is configured with one, else the CPU wheel from PyTorch's CPU index.
 # TORCH=cuda installs PyPI's default (CUDA) build; see README "Running on a GPU".
@@ -14,7 +16,7 @@ TORCH ?= cpu
 TORCH_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: book book-students pdf timings test test-fast _test-fast-part _test-book-part smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help
+.PHONY: book book-students pdf pdf-students timings test test-fast _test-fast-part _test-book-part smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help
 
 help:
 	@echo "make book   - execute every chapter (profile=$(PROFILE)) and build _build/html"
@@ -23,7 +25,8 @@ help:
 	@echo "make test-fast - lint and every test but the whole-book ones, on TEST_JOBS=$(TEST_JOBS) workers (minutes)"
 	@echo "make smoke  - build the book at the smoke profile (minutes on 2 cores)"
 	@echo "make book-students - the student edition (no solutions) in _build/html-students"
-	@echo "make pdf    - the book, then _build/pdf/book.pdf and one PDF per chapter (needs chromium: make browser-deps)"
+	@echo "make pdf    - the book, then _build/pdf/: book.pdf, appendix.pdf, one PDF per chapter (PAPER=$(PAPER); needs chromium: make browser-deps)"
+	@echo "make pdf-students - the student edition, then _build/pdf-students/ (the same PDFs, no solutions)"
 	@echo "make timings - record every chapter's time (smoke, standard) for the README and the rerun boxes"
 	@echo "make chapter CHAPTER=c1_rate - execute one chapter (profile=$(PROFILE), device=$(DEVICE), seed=$(SEED))"
 	@echo "make browser-deps - install Debian's chromium for tests/pipeline/test_browser.py (needs root and apt-get)"
@@ -57,7 +60,10 @@ book-students: $(VENV)/.installed
 
 # PDFs are printed from the HTML build with chromium (see src/infonce_book/pipeline/pdf.py).
 pdf: book
-	$(BIN)/infonce-book pdf
+	$(BIN)/infonce-book pdf --paper $(PAPER)
+
+pdf-students: book-students
+	$(BIN)/infonce-book pdf --edition students --paper $(PAPER)
 
 timings: $(VENV)/.installed
 	$(BIN)/infonce-book timings record

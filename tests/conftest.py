@@ -65,3 +65,15 @@ def smoke_book(tmp_path_factory) -> SmokeBook:
     if proc.returncode != 0:
         pytest.fail(f"the smoke build of the book failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return SmokeBook(build=build, env=env)
+
+
+@pytest.fixture(scope="session")
+def smoke_students(smoke_book) -> Path:
+    """The student edition (no solutions) of the session's smoke build, ``<build>/html-students``,
+    built once from its executed chapters (none re-executed) for every test that reads it."""
+    proc = subprocess.run([sys.executable, "-m", "infonce_book", "build", "--edition", "students", "--profile",
+                           "smoke", "--device", "cpu", "--build-dir", str(smoke_book.build)],
+                          env=smoke_book.env, capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert " ran " not in proc.stderr  # every chapter was reused, none executed again
+    return smoke_book.build / "html-students"

@@ -9,8 +9,6 @@ them fails here, naming the page and the line.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from html import unescape
 from pathlib import Path
 
@@ -183,14 +181,10 @@ def test_the_intro_has_prerequisites_and_the_reading_path(smoke_book):
 
 
 @pytest.fixture(scope="module")
-def students(smoke_book):
-    """The student edition, built from the smoke build's executed chapters (none re-executed)."""
-    proc = subprocess.run([sys.executable, "-m", "infonce_book", "build", "--edition", "students", "--profile",
-                           "smoke", "--device", "cpu", "--build-dir", str(smoke_book.build)],
-                          env=smoke_book.env, capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert " ran " not in proc.stderr  # every chapter was reused, none executed again
-    return smoke_book.build / "html-students"
+def students(smoke_students):
+    """The student edition, built once per session (conftest's ``smoke_students``; the PDF test
+    prints it too)."""
+    return smoke_students
 
 
 def solution_snippets(html_dir: Path) -> list[str]:

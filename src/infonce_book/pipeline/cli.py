@@ -2,7 +2,8 @@
 
     infonce-book run CHAPTER [--profile P] [--device D] [--seed N] [--force]
     infonce-book build [--profile P] [--device D] [--seed N] [--force] [--edition web|students]
-    infonce-book pdf [--build-dir DIR]          (after build: _build/pdf/book.pdf and one per chapter)
+    infonce-book pdf [--build-dir DIR] [--edition web|students] [--paper a4|letter]
+                                                (after build: _build/pdf/book.pdf, appendix.pdf, one per chapter)
     infonce-book timings record|readme          (chapter times for the README and the rerun boxes)
     infonce-book ledger [--format json|table]
     infonce-book chapters
@@ -62,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="web (default: _build/html) or students (no solutions: _build/html-students)")
     pd = sub.add_parser("pdf", help="print the HTML build to _build/pdf (book.pdf and one PDF per chapter)")
     pd.add_argument("--build-dir", type=Path, default=None, help="build folder (default: _build)")
+    pd.add_argument("--edition", choices=pipeline.EDITIONS, default="web",
+                    help="web (default: _build/html to _build/pdf) or students (_build/html-students, "
+                         "after `make book-students`, to _build/pdf-students)")
+    pd.add_argument("--paper", choices=sorted(pdf_build.PAPERS), default="a4", help="paper size (default: a4)")
     tm = sub.add_parser("timings", help="record the chapter times (README table, rerun boxes)")
     tm.add_argument("action", choices=("record", "readme"),
                     help="record: execute every chapter at the smoke and standard profiles on the CPU and "
@@ -149,7 +154,8 @@ def _main(argv=None) -> int:
                                  edition=args.edition, log=log))
             return 0
         if args.command == "pdf":
-            made = pdf_build.build_pdfs((args.build_dir or root / "_build"), root, log=log)
+            made = pdf_build.build_pdfs((args.build_dir or root / "_build"), root, edition=args.edition,
+                                        paper=args.paper, log=log)
             print(made.book)
             return 0
         if args.command == "timings":

@@ -1,15 +1,21 @@
 """PDFs of the book and of each chapter, printed from the HTML build with chromium.
 
 ``infonce-book pdf`` (``make pdf``) prints every page of ``<build>/html`` with Debian's chromium,
-driven by Playwright, and writes
+driven by Playwright, on A4 or US Letter (``--paper``), and writes to ``<build>/pdf``
 
-* ``<build>/pdf/<chapter>.pdf`` for every chapter (the executed pages outside the back matter), and
-* ``<build>/pdf/book.pdf``: every page of ``_toc.yml`` in order, merged with :mod:`pypdf`, with
-  one bookmark per page (under its part) and links between pages turned into jumps inside the
-  PDF;
+* ``book.pdf``: a contents page (every part, chapter and section with its page, each a link),
+  then every page of ``_toc.yml`` in order but the back matter other than the references, merged
+  with :mod:`pypdf` and numbered through (footers and PDF page labels, see
+  :mod:`~infonce_book.pipeline.pdf_pages`), with one bookmark per page (under its part) and links
+  between pages turned into jumps inside the PDF (:mod:`~infonce_book.pipeline.pdf_links`);
+* ``appendix.pdf``: the rest of the back matter (input validation, the reproducibility ledger,
+  how to cite), made the same way;
+* ``<chapter>.pdf`` for every chapter: its pages of ``book.pdf``, with the book's page numbers;
 
 then copies them to ``<build>/html/pdf/`` and turns on the links to them that the pipeline left,
 hidden, after the title of the intro and of each chapter (:data:`PDF_PLACEHOLDER`).
+``--edition students`` prints the student edition (``<build>/html-students``, no solutions) to
+``<build>/pdf-students`` the same way.
 
 Why print the HTML rather than use Sphinx's LaTeX builder: the PDF is then the page a reader
 sees on the web, with the same numbering (Theorem 5.2, Fig. 5.3, (5.1)), the same MathJax
@@ -19,16 +25,19 @@ TeX distribution of several hundred megabytes in CI, and LaTeX versions of every
 build handles (MathJax macros, glued outputs, sphinx-proof and sphinx-exercise nodes, raw HTML).
 
 Each page is opened over a local HTTP server (MathJax's fonts do not load from ``file://``),
-MathJax is awaited, every collapsed solution and dropdown is opened (the PDFs are of the full
-edition), and the page is printed with the theme's print style sheet and the book's
-(``static/infonce-book.css``: no sidebars, buttons or rerun box; numbered titles; wrapped code),
-A4 at :data:`PRINT_SCALE`, with the page's title and page numbers in the footer.
+MathJax is awaited, every collapsed solution and dropdown is opened, and the page is printed
+with the theme's print style sheet and the book's (``static/infonce-book.css``: no sidebars,
+buttons, toggle hints or rerun box; numbered titles; wrapped code and table cells; nothing
+clipped by a scrolling box) at :data:`PRINT_SCALE`, in a window as wide as the page's text
+column, after :data:`_FIT` has scaled any display, table or image still wider than its box (a
+last resort: long displays are broken into lines at the source). ``tests/pipeline/test_pdf.py``
+reads where every character lies (:mod:`~infonce_book.pipeline.pdf_layout`) and fails if one is
+outside the text column.
 """
 
 from __future__ import annotations
 
 import functools
-import html as html_lib
 import io
 import logging
 import os
@@ -38,18 +47,28 @@ import threading
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 import yaml
 
 from ..experiment.paths import atomic_write_bytes
 from .assemble import BOOK_PDF, PDF_PLACEHOLDER, html_dir
 from .citation import BACK_MATTER, toc_pages
+from .editions import EDITIONS
+from .pdf_assemble import assemble_pdf
+from .pdf_links import dest_table, resolve_links
+from .pdf_pages import MARGIN_MM, PAPERS, Paper, stamp_footers
 from .toc import chapters
 
 #: Where a chromium executable is looked for, after ``INFONCE_BOOK_CHROMIUM``.
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome",
                        "google-chrome-stable")
+
+#: The PDF of the back matter that is not in ``book.pdf``.
+APPENDIX_PDF = "appendix.pdf"
+#: The pages of the back matter that ``book.pdf`` keeps (a reader of the printed book needs the
+#: references); the others (input validation, the reproducibility ledger, how to cite) are in
+#: :data:`APPENDIX_PDF`.
+BOOK_BACK_MATTER = ("book/references",)
 
 _PLACEHOLDER_RE = re.compile(re.escape(PDF_PLACEHOLDER).replace(re.escape("{name}"), r"([A-Za-z0-9_.-]+)"))
 
@@ -112,10 +131,64 @@ _PREPARE = """async () => {
   return {typeset, errors: document.querySelectorAll('mjx-merror').length};
 }"""
 
-#: The page is printed at this scale: an A4 page with the margins below is then about 840 CSS
-#: pixels wide, the width of the web page's text column, so display formulas typeset by MathJax
-#: for the web fit the page as they are.
+#: The page is printed at this scale: an A4 page with the margins of
+#: :data:`~infonce_book.pipeline.pdf_pages.MARGIN_MM` is then about 840 CSS pixels wide, the width
+#: of the web page's text column, so most display formulas typeset by MathJax for the web fit the
+#: page as they are (the others are broken at the source, or scaled by :data:`_FIT`).
 PRINT_SCALE = 0.8
+
+#: Run in the print layout (print media, viewport as wide as the page's text column): every
+#: display formula, table, code block or image still wider than the column is scaled (CSS
+#: ``zoom``) to its width, the last resort after the source's line breaks and the print style
+#: sheet's wrapping; returns what was scaled, ``[tag, id of the nearest element with one, zoom]``.
+_FIT = """() => {
+  const col = document.querySelector('article.bd-article') || document.body;
+  const box = e => {
+    const r = e.getBoundingClientRect(), cs = getComputedStyle(e);
+    return [r.left + parseFloat(cs.paddingLeft) + parseFloat(cs.borderLeftWidth),
+            r.right - parseFloat(cs.paddingRight) - parseFloat(cs.borderRightWidth)];
+  };
+  const [colLeft, colRight] = box(col);
+  const fitted = [];
+  const sel = 'mjx-container[display="true"], table, div.highlight, img, svg, .math-wrapper';
+  for (const el of col.querySelectorAll(sel)) {
+    if (el.closest('mjx-container') && el.tagName.toLowerCase() === 'svg') continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    const [pl, pr] = box(el.parentElement);
+    const left = Math.max(pl, colLeft), limit = Math.min(pr, colRight);
+    let lo = r.left, hi = Math.max(r.right, r.left + el.scrollWidth * (r.width / (el.offsetWidth || r.width)));
+    for (const c of el.children) {
+      const cr = c.getBoundingClientRect();
+      if (cr.width > 0) { lo = Math.min(lo, cr.left); hi = Math.max(hi, cr.right); }
+    }
+    if (lo >= left - 0.5 && hi <= limit + 0.5) continue;
+    const zoom = Math.floor(Math.min(1, (limit - left) / (hi - lo)) * 1000) / 1000;
+    el.style.zoom = String(zoom * (parseFloat(el.style.zoom) || 1));
+    const owner = el.closest('.admonition[id], section[id]');
+    fitted.push([el.tagName.toLowerCase(), owner ? owner.id : '', zoom]);
+  }
+  return fitted;
+}"""
+
+#: The page's visible chapter and section titles (``h1``, ``h2``) in order, their math as
+#: ``\\(TeX\\)`` (MathJax's own record of it), for the contents page.
+_HEADINGS = r"""() => {
+  const items = (window.MathJax && MathJax.startup && MathJax.startup.document
+                 && MathJax.startup.document.getMathItemsWithin) ? MathJax.startup.document : null;
+  const out = [];
+  for (const h of document.querySelectorAll('article.bd-article h1, article.bd-article h2')) {
+    if (!h.offsetParent) continue;
+    const tex = new Map();
+    if (items) for (const m of items.getMathItemsWithin(h)) tex.set(m.typesetRoot, m.math);
+    const c = h.cloneNode(true);
+    const orig = h.querySelectorAll('mjx-container'), copies = c.querySelectorAll('mjx-container');
+    copies.forEach((e, i) => e.replaceWith('\\(' + (tex.get(orig[i]) || '') + '\\)'));
+    c.querySelectorAll('.headerlink').forEach(e => e.remove());
+    out.push([h.tagName === 'H1' ? 1 : 2, c.textContent.replace(/\s+/g, ' ').trim()]);
+  }
+  return out;
+}"""
 
 _GREEK = {name: chr(code) for name, code in (
     ("alpha", 0x3b1), ("beta", 0x3b2), ("gamma", 0x3b3), ("delta", 0x3b4), ("kappa", 0x3ba),
@@ -123,27 +196,31 @@ _GREEK = {name: chr(code) for name, code in (
     ("phi", 0x3c6), ("infty", 0x221e), ("to", 0x2192), ("le", 0x2264), ("ge", 0x2265))}
 
 
+_SUBSCRIPT = str.maketrans("0123456789", "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089")
+
+
 def plain_title(title: str) -> str:
     """A page's ``<title>`` as plain text for PDF bookmarks and footers: without the book's name
-    and without TeX (``\\(O(1/k)\\)`` -> ``O(1/k)``, ``\\tau`` -> ``τ``; other commands lose
-    their backslash)."""
+    and without TeX (``\\(O(1/k)\\)`` -> ``O(1/k)``, ``\\tau`` -> ``τ``, ``c_1`` -> ``c₁``; other
+    commands lose their backslash)."""
     text = title.split(" \u2014 ")[0]
     text = re.sub(r"\\[()\[\]]|\$", "", text)
     text = re.sub(r"\\([A-Za-z]+)", lambda m: _GREEK.get(m.group(1), m.group(1)), text)
+    text = re.sub(r"_\{?(\d+)\}?", lambda m: m.group(1).translate(_SUBSCRIPT), text)
     return re.sub(r"[{}]", "", text).strip()
-
-
-_FOOTER = ('<div style="font-size:8px;width:100%;text-align:center;color:#666;">'
-           '{title} &middot; <span class="pageNumber"></span> / <span class="totalPages"></span></div>')
 
 
 @dataclass
 class PdfBuild:
-    """What :func:`build_pdfs` wrote: the book, the chapters, and the pages of each."""
+    """What :func:`build_pdfs` wrote: the book, the appendix, the chapters, the pages of each toc
+    page, the printed pages of each PDF, and what was scaled to fit (see :data:`_FIT`)."""
 
     book: Path
+    appendix: Path | None = None
     chapters: dict[str, Path] = field(default_factory=dict)
     pages: dict[str, int] = field(default_factory=dict)  # toc file -> number of PDF pages
+    front: dict[str, int] = field(default_factory=dict)  # PDF name -> number of contents pages
+    fitted: dict[str, list] = field(default_factory=dict)  # toc file -> [tag, id, zoom] scaled
 
 
 def _toc_entries(root: Path) -> list[tuple[str, str]]:
@@ -152,118 +229,83 @@ def _toc_entries(root: Path) -> list[tuple[str, str]]:
     return [(str(toc["root"]), ""), *toc_pages(root)]
 
 
-def _print_pages(html: Path, files: list[str], out_dir: Path, chromium: str, log) -> tuple[dict[str, Path], str]:
-    """Print ``html/<file>.html`` for every file to ``out_dir/<file>.pdf``; returns file -> PDF and
-    the address the pages were served from (links into the book start with it)."""
-    try:
-        from playwright.sync_api import sync_playwright  # optional: only `infonce-book pdf` needs it
-    except ImportError as err:
-        raise PdfError("playwright is not installed: pip install -e '.[test]' (it drives chromium)") from err
-    printed = {}
-    with _Server(html) as server, sync_playwright() as p:
+def split_entries(entries: list[tuple[str, str]]) -> tuple[list, list]:
+    """The toc entries of ``book.pdf`` (all but the back matter, and the back matter's pages in
+    :data:`BOOK_BACK_MATTER`) and those of ``appendix.pdf`` (the rest of the back matter)."""
+    back = [e for e in entries if e[1].strip().lower() == BACK_MATTER and e[0] not in BOOK_BACK_MATTER]
+    return [e for e in entries if e not in back], back
+
+
+@dataclass
+class _Printed:
+    path: Path
+    title: str
+    headings: list  # [level, plain title] of the visible h1 and h2, in order
+
+
+class _Printer:
+    """Chromium under Playwright, with the HTML build served, for as long as the ``with`` lasts:
+    :meth:`page` prints a page of the build, :meth:`html` prints a document given as text."""
+
+    def __init__(self, html: Path, chromium: str, paper: Paper):
+        self.served, self.chromium, self.paper = html, chromium, paper
+        self.log = print
+
+    def __enter__(self):
         try:
-            browser = p.chromium.launch(executable_path=chromium)
+            from playwright.sync_api import sync_playwright  # optional: only `infonce-book pdf` needs it
+        except ImportError as err:
+            raise PdfError("playwright is not installed: pip install -e '.[test]' (it drives chromium)") from err
+        self._server = _Server(self.served).__enter__()
+        self.base = self._server.base
+        self._playwright = sync_playwright()
+        self._pw = self._playwright.__enter__()
+        try:
+            self._browser = self._pw.chromium.launch(executable_path=self.chromium)
         except Exception as err:
-            raise PdfError(f"chromium at {chromium} did not start under Playwright: {err}") from err
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 1600})
-            for file in files:
-                src = html / f"{file}.html"
-                if not src.is_file():
-                    raise PdfError(f"{src} is missing: the HTML build lacks a page of _toc.yml")
-                page.goto(server.base + f"{file}.html", wait_until="load", timeout=120_000)
-                state = page.evaluate(_PREPARE)
-                if state["errors"]:
-                    raise PdfError(f"{file}: MathJax reported {state['errors']} error(s); not printed")
-                page.emulate_media(media="print")
-                title = html_lib.escape(plain_title(page.title()))
-                target = out_dir / f"{file}.pdf"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                page.pdf(path=str(target), format="A4", scale=PRINT_SCALE, print_background=True, outline=True,
-                         tagged=True, display_header_footer=True, header_template="<span></span>",
-                         footer_template=_FOOTER.format(title=title),
-                         margin={"top": "16mm", "bottom": "18mm", "left": "16mm", "right": "16mm"})
-                page.emulate_media(media="screen")
-                printed[file] = target
-                log(f"[pdf] {file}.html printed")
-        finally:
-            browser.close()
-    return printed, server.base
+            self.__exit__(None, None, None)
+            raise PdfError(f"chromium at {self.chromium} did not start under Playwright: {err}") from err
+        width = int(self.paper.text_width_px / PRINT_SCALE)
+        self._page = self._browser.new_page(viewport={"width": width, "height": 1600})
+        return self
 
+    def __exit__(self, *exc):
+        if getattr(self, "_browser", None) is not None:
+            self._browser.close()
+        self._playwright.__exit__(*exc)
+        self._server.__exit__(*exc)
 
-def _dest_table(reader) -> dict[str, tuple[int, float | None]]:
-    """``{anchor: (page index, top)}`` of a printed page's named destinations (chromium names one
-    after every element id that a link of the page points to)."""
-    out = {}
-    for name, dest in reader.named_destinations.items():
-        try:
-            index = reader.get_destination_page_number(dest)
-        except Exception:  # a destination chromium left without a page: nothing to jump to
-            continue
-        out[str(name).lstrip("/")] = (index, dest.get("/Top"))
-    return out
+    def _pdf(self, target: Path, **options) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._page.pdf(path=str(target), width=f"{self.paper.width_mm}mm", height=f"{self.paper.height_mm}mm",
+                       print_background=True, **options)
 
+    def page(self, file: str, target: Path) -> tuple[_Printed, list]:
+        """Print ``<html>/<file>.html`` to ``target``; returns it and what :data:`_FIT` scaled."""
+        src = self.served / f"{file}.html"
+        if not src.is_file():
+            raise PdfError(f"{src} is missing: the HTML build lacks a page of _toc.yml")
+        page = self._page
+        page.emulate_media(media="screen")
+        page.goto(self.base + f"{file}.html", wait_until="load", timeout=120_000)
+        state = page.evaluate(_PREPARE)
+        if state["errors"]:
+            raise PdfError(f"{file}: MathJax reported {state['errors']} error(s); not printed")
+        page.emulate_media(media="print")
+        fitted = page.evaluate(_FIT)
+        headings = [[level, plain_title(text)] for level, text in page.evaluate(_HEADINGS)]
+        self._pdf(target, scale=PRINT_SCALE, outline=True, tagged=True,
+                  margin={k: f"{v}mm" for k, v in MARGIN_MM.items()})
+        return _Printed(target, plain_title(page.title()), headings), fitted
 
-def _link_target(annot, own_file: str, base: str, root_file: str):
-    """Where a link annotation points: ``(file, anchor)`` inside the book; ``None`` for a link to
-    the web (kept as it is); ``False`` for a link into the served build that is not a page."""
-    dest = annot.get("/Dest")
-    if dest is not None and not isinstance(dest, list):
-        return own_file, str(dest).lstrip("/")
-    action = annot.get("/A")
-    uri = str(action.get_object().get("/URI", "")) if action is not None else ""
-    if not uri.startswith(base):
-        return None
-    parts = urlsplit(uri)
-    path = unquote(parts.path).lstrip("/")
-    if not path.endswith(".html"):
-        return False  # e.g. a download of a source file, which the PDF cannot hold
-    file = path[:-5]
-    return (root_file if file == "index" else file), unquote(parts.fragment)
-
-
-def _resolve_links(writer, page_files: list[str], starts: dict[str, int], dests: dict[str, dict],
-                   base: str, root_file: str) -> None:
-    """Turn every link into the book into an explicit jump to its page (and height) in ``writer``,
-    whose page ``i`` was printed from ``page_files[i]`` and whose pages of file ``f`` start at
-    ``starts[f]``: named destinations (which would clash between pages once merged) and links to
-    the local server alike. A link whose target is not in this PDF (another chapter, in a
-    chapter's own PDF) is removed, so no PDF holds a link to the temporary server. Links to the
-    web are kept."""
-    from pypdf.generic import (  # see build_pdfs
-        ArrayObject,
-        FloatObject,
-        NameObject,
-        NullObject,
-        NumberObject,
-    )
-
-    for i, page in enumerate(writer.pages):
-        annots = page.get("/Annots")
-        if annots is None:
-            continue
-        kept = ArrayObject()
-        for ref in annots.get_object():
-            annot = ref.get_object()
-            if annot.get("/Subtype") != "/Link":
-                kept.append(ref)
-                continue
-            target = _link_target(annot, page_files[i], base, root_file)
-            if target is None:
-                kept.append(ref)
-                continue
-            if target is False or target[0] not in starts:
-                continue
-            file, anchor = target
-            local, top = dests.get(file, {}).get(anchor, (0, None)) if anchor else (0, None)
-            for key in ("/A", "/Dest"):
-                if key in annot:
-                    del annot[NameObject(key)]
-            annot[NameObject("/Dest")] = ArrayObject([
-                writer.pages[starts[file] + local].indirect_reference, NameObject("/XYZ"), NullObject(),
-                FloatObject(top) if top is not None else NullObject(), NumberObject(0)])
-            kept.append(ref)
-        page[NameObject("/Annots")] = kept
+    def html(self, text: str, target: Path, *, bare: bool = False) -> Path:
+        """Print the document ``text``: with the book's margins, or ``bare`` (no margin, scale 1,
+        the document's own ``@page``: the footers)."""
+        self._page.emulate_media(media="print")
+        self._page.set_content(text, wait_until="load")
+        margin = {k: "0mm" for k in MARGIN_MM} if bare else {k: f"{v}mm" for k, v in MARGIN_MM.items()}
+        self._pdf(target, margin=margin, prefer_css_page_size=bare)
+        return target
 
 
 def _write_pdf(writer, path: Path) -> None:
@@ -272,75 +314,114 @@ def _write_pdf(writer, path: Path) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
-def build_pdfs(build_dir: Path, root: Path, *, chromium: str | None = None, log=print) -> PdfBuild:
-    """Print the HTML build ``<build>/html`` to ``<build>/pdf`` (see the module docstring).
+def _edition_text(edition: str, appendix: bool) -> tuple[str, str]:
+    """The contents page's subtitle and note."""
+    sub = ("Student edition: the exercises without their solutions" if edition == "students"
+           else "Full edition, with the solutions of the exercises")
+    note = ("The input validation of the code, the full claims ledger and how to cite the book are "
+            f"in {APPENDIX_PDF}, printed from the same build." if appendix else "")
+    return sub, note
+
+
+def _write_chapters(entries, chapter_stems, printed, dests, starts, front, footers, out_dir: Path,
+                    base: str, root_file: str) -> dict[str, Path]:
+    """``<out_dir>/<chapter>.pdf`` for every chapter of ``entries``: its printed pages, with its
+    own links made jumps, the book's footers and page labels. Returns chapter -> path."""
+    from pypdf import PdfReader, PdfWriter  # see build_pdfs
+
+    out = {}
+    for file, caption in entries:
+        stem = Path(file).name
+        if stem not in chapter_stems or caption.strip().lower() == BACK_MATTER:
+            continue
+        reader = PdfReader(str(printed[file].path))
+        single = PdfWriter(clone_from=reader)
+        resolve_links(single, [file] * len(reader.pages), {file: 0}, dests, base, root_file)
+        stamp_footers(single, footers.pages[starts[file]:starts[file] + len(reader.pages)])
+        single.set_page_label(0, len(reader.pages) - 1, style="/D", start=starts[file] - front + 1)
+        single.add_metadata({"/Title": printed[file].title})
+        _write_pdf(single, out_dir / f"{stem}.pdf")
+        out[stem] = out_dir / f"{stem}.pdf"
+    return out
+
+
+def build_pdfs(build_dir: Path, root: Path, *, edition: str = "web", paper: str = "a4",
+               chromium: str | None = None, log=print) -> PdfBuild:
+    """Print the HTML build of ``edition`` to ``<build>/pdf`` (``<build>/pdf-students`` for the
+    student edition) on ``paper`` (see the module docstring).
 
     Returns:
         :class:`PdfBuild` with the paths written and the number of pages of each toc page.
 
     Raises:
+        ValueError: ``edition`` not in :data:`~infonce_book.pipeline.editions.EDITIONS` or
+            ``paper`` not in :data:`~infonce_book.pipeline.pdf_pages.PAPERS`.
         PdfError: no HTML build, no chromium (``make browser-deps`` installs Debian's), playwright
             or pypdf missing, a page missing from the build or with a MathJax error.
     """
-    from pypdf import PdfReader, PdfWriter  # optional: only `infonce-book pdf` needs it
+    from pypdf import PdfReader  # optional: only `infonce-book pdf` needs it
 
-    # pypdf warns about chromium's trailer sizes ("Object count ... exceeds defined trailer
-    # size"); the files read correctly, so only errors are shown.
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    if edition not in EDITIONS:
+        raise ValueError(f"edition must be one of {', '.join(EDITIONS)}; got {edition!r}")
+    if paper not in PAPERS:
+        raise ValueError(f"paper must be one of {', '.join(PAPERS)}; got {paper!r}")
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # chromium's trailer sizes: harmless warnings
 
     build_dir, root = Path(build_dir).resolve(), Path(root).resolve()
-    html = html_dir(build_dir)
+    html = html_dir(build_dir, edition)
     if not (html / "index.html").is_file():
-        raise PdfError(f"no HTML build at {html}: run `make book` (or `infonce-book build`) first")
+        make = "make book" if edition == "web" else f"make book-{edition}"
+        raise PdfError(f"no HTML build at {html}: run `{make}` (or `infonce-book build`) first")
     exe = chromium or find_chromium()
     if exe is None:
         raise PdfError("no chromium executable found (looked for INFONCE_BOOK_CHROMIUM, "
                        + ", ".join(CHROMIUM_CANDIDATES) + "): run `make browser-deps` "
                        "(apt-get install -y chromium) or set INFONCE_BOOK_CHROMIUM")
     entries = _toc_entries(root)
+    book_entries, appendix_entries = split_entries(entries)
     files = [f for f, _ in entries]
-    out_dir = build_dir / "pdf"
-    tmp_dir = build_dir / "pdf.pages"
+    out_dir = build_dir / ("pdf" if edition == "web" else f"pdf-{edition}")
+    tmp_dir = build_dir / f"{out_dir.name}.pages"
     shutil.rmtree(tmp_dir, ignore_errors=True)
-    printed, base = _print_pages(html, files, tmp_dir, exe, log)
-
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8")) or {}
+    book_title = str(config.get("title", ""))
     result = PdfBuild(book=out_dir / BOOK_PDF)
+    printed = {}
+    with _Printer(html, exe, PAPERS[paper]) as printer:
+        printer.log = log
+        for file in files:
+            printed[file], fitted = printer.page(file, tmp_dir / f"{file}.pdf")
+            if fitted:
+                result.fitted[file] = fitted
+                log(f"[pdf] {file}: scaled to the page's width: "
+                    + ", ".join(f"{tag}#{ident} x{zoom}" for tag, ident, zoom in fitted))
+            log(f"[pdf] {file}.html printed")
+        dests = {f: dest_table(PdfReader(str(p.path))) for f, p in printed.items()}
+        subtitle, note = _edition_text(edition, bool(appendix_entries))
+        book, starts, front, footers = assemble_pdf(printer, book_entries, printed, dests, title=book_title,
+                                                 subtitle=subtitle, note=note, tmp=tmp_dir, root_file=files[0])
+        appendix = None
+        if appendix_entries:
+            appendix, _, result.front[APPENDIX_PDF], _ = assemble_pdf(
+                printer, appendix_entries, printed, dests, title=f"{book_title}: appendix",
+                subtitle=subtitle, note="", tmp=tmp_dir / "appendix", root_file=files[0])
+    result.front[BOOK_PDF] = front
     shutil.rmtree(out_dir, ignore_errors=True)  # no PDF of a page that is gone stays behind
     out_dir.mkdir(parents=True)
-    chapter_stems = set(chapters(root))
-    book = PdfWriter()
-    starts: dict[str, int] = {}
-    page_files: list[str] = []
-    dests: dict[str, dict] = {}
-    parts: dict[str, object] = {}
     for file, caption in entries:
-        reader = PdfReader(str(printed[file]))
-        starts[file] = len(book.pages)
-        result.pages[file] = len(reader.pages)
-        dests[file] = _dest_table(reader)
-        book.append(reader, import_outline=False)
-        page_files += [file] * len(reader.pages)
-        parent = None
-        if caption:
-            if caption not in parts:
-                parts[caption] = book.add_outline_item(title=caption, page_number=starts[file])
-            parent = parts[caption]
-        title = plain_title(str(reader.metadata.title)) if reader.metadata and reader.metadata.title else file
-        book.add_outline_item(title=title, page_number=starts[file], parent=parent)
-        stem = Path(file).name
-        if stem in chapter_stems and caption.strip().lower() != BACK_MATTER:
-            single = PdfWriter(clone_from=reader)
-            _resolve_links(single, [file] * len(reader.pages), {file: 0}, dests, base, files[0])
-            single.add_metadata({"/Title": title})
-            _write_pdf(single, out_dir / f"{stem}.pdf")
-            result.chapters[stem] = out_dir / f"{stem}.pdf"
-    _resolve_links(book, page_files, starts, dests, base, files[0])
-    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8")) or {}
-    book.add_metadata({"/Title": str(config.get("title", "")), "/Author": str(config.get("author", ""))})
-    book.page_mode = "/UseOutlines"
+        result.pages[file] = len(PdfReader(str(printed[file].path)).pages)
+    result.chapters = _write_chapters(book_entries, set(chapters(root)), printed, dests, starts, front,
+                                      footers, out_dir, printer.base, files[0])
+    meta = {"/Title": book_title, "/Author": str(config.get("author", ""))}
+    book.add_metadata(meta)
     _write_pdf(book, result.book)
+    if appendix is not None:
+        appendix.add_metadata({**meta, "/Title": f"{book_title}: appendix"})
+        result.appendix = out_dir / APPENDIX_PDF
+        _write_pdf(appendix, result.appendix)
     shutil.rmtree(tmp_dir, ignore_errors=True)
-    log(f"[pdf] {result.book} ({len(book.pages)} pages) and {len(result.chapters)} chapter PDFs")
+    log(f"[pdf] {result.book} ({len(book.pages)} pages), {len(result.chapters)} chapter PDFs"
+        + (f", {result.appendix} ({len(appendix.pages)} pages)" if appendix is not None else ""))
     activate_pdf_links(html, out_dir)
     return result
 
