@@ -184,6 +184,11 @@ def ledger_temperature(ledger, table: pd.DataFrame, models: dict, k: int, heavy:
                   predicted=0.0, measured=diff, rule=Rule.one_sided("ci_low", ">"),
                   params={"heavy": heavy, "light": light})
     out["tails_word"] = "exceeds" if diff.ci_low > 0 else "is not shown to exceed"
+    out["tails_note"] = "" if diff.ci_low > 0 else (
+        " The record of this comparison fails: over these seeds the difference of the two rises is not"
+        " distinguishable from 0, so the measurement does not confirm that heavier-tailed norms make the"
+        " gap grow faster, although the two bounds differ by the ratio below. More seeds would decide it;"
+        " we report the failure as it is.")
     out["grows_word"] = "agree with" if all(e.ci_low > 0 for e in rise.values()) else "do not all agree with"
     out.update(tails=diff.mean, tails_low=diff.ci_low, tails_high=diff.ci_high,
                rise_ratio=rise[heavy].mean / rise[light].mean)
@@ -263,6 +268,10 @@ def ledger_dimension(ledger, side: SideClaimsSetup, table: pd.DataFrame, tau: fl
                               "not below the margin, so the test does not show that it stays flat")
     out["free_trend_word"] = "here it falls" if out["free_slope_high"] < 0 else "it is not shown to fall"
     out["free_gap_word"] = "within" if diff.ci_high < side.margin_gap else "not within"
+    out["free_gap_note"] = "" if diff.ci_high < side.margin_gap else (
+        " That record fails: the upper end of the interval passes the margin declared in advance, so"
+        " this run does not show that the gap stays flat in the dimension. The point estimate is small,"
+        " and an interval that merely contains 0 is no evidence either way; more seeds would decide it.")
     out.update(free_gap_diff=diff.mean, free_gap_diff_low=diff.ci_low, free_gap_diff_high=diff.ci_high,
                margin_slope=side.margin_slope, margin_gap=side.margin_gap)
     return out
