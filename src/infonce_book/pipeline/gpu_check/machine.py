@@ -66,7 +66,8 @@ NOTEBOOK_MODULES = ("papermill", "jupytext", "nbformat", "nbclient", "ipykernel"
                     "myst_nb.ext.glue")
 # The GPU tests (marker gpu) and the loss tests; tests/pipeline/test_gpu_check.py checks that every
 # test file with a gpu test is listed.
-TEST_FILES = ("tests/utils/test_device.py", "tests/losses/test_losses.py", "tests/losses/test_on_device.py")
+TEST_FILES = ("tests/utils/test_device.py", "tests/losses/test_losses.py", "tests/losses/test_on_device.py",
+              "tests/losses/test_host_reads.py")
 # The result bundle: at most 8 files (what the GPU machine returns).
 BUNDLE = ("environment.json", "timings.json", "ledger.json", "tests.xml", "benchmark.csv", "benchmark.md",
           "benchmark.png", "log.txt")
