@@ -36,15 +36,16 @@ CLIPPED = r"""(scrollers) => {
   for (const el of items) {
     const r = el.getBoundingClientRect();
     if (r.width === 0 || r.height === 0) continue;
-    let clip = null;
+    let clip = null, scrolls = false;
     for (let a = el.parentElement; a; a = a.parentElement) {
       const ox = getComputedStyle(a).overflowX;
       if (ox === 'visible') continue;
-      if ((ox === 'auto' || ox === 'scroll') && a.matches(scrollers)) break;  // reachable: it scrolls
+      if ((ox === 'auto' || ox === 'scroll') && a.matches(scrollers)) { scrolls = true; break; }  // reachable: it scrolls
       const ar = a.getBoundingClientRect();
       if (r.left < ar.left - 1 || r.right > ar.right + 1) { clip = a; break; }
     }
-    if (!clip && (r.right > vw + 1 || r.left < -1)) clip = document.documentElement;
+    // Past the viewport's edge and in no scrolling box: cut (inside a scrolling table it is a swipe away).
+    if (!clip && !scrolls && (r.right > vw + 1 || r.left < -1)) clip = document.documentElement;
     if (clip) out.push(`${el.tagName.toLowerCase()}.${el.className} [${Math.round(r.left)}, ${Math.round(r.right)}]`
                        + ` cut by ${clip.tagName.toLowerCase()}.${clip.className}: `
                        + el.textContent.trim().slice(0, 60));

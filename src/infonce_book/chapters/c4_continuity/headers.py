@@ -29,4 +29,26 @@ HEADERS = {
         "bound_embedding": "covering, embedding",
         "bound_vector": "vector contraction",
     },
+    "temperature": {
+        "data": "inputs",
+        "tau": "$\\tau$",
+        "lambda_star": "$\\mathbb E\\Lambda_\\star$",
+        "lambda_avg": "$\\mathbb E\\Lambda_{\\mathrm{avg}}$",
+        "lambda_max": "$\\mathbb E\\Lambda_{\\max}$",
+        "neg_star": "negatives' part of $\\mathbb E\\Lambda_\\star/\\beta$",
+        "complexity": "complexity term",
+        "gap": "mean gap",
+    },
+    "dimension": {
+        "cls": "class",
+        "dim": "$d$",
+        "value": "$\\hat R_n$ (lower estimate)",
+        "ci_high": "upper end",
+        "bound": "bound",
+        "gap_mean": "mean gap",
+        "gap_high": "upper end of gap",
+    },
+    #: The input laws and the classes of the two side-claim tables, as the page names them.
+    "laws": {"gaussian": "Gaussian", "student_t": "Student-$t$", "vmf": "sphere (vMF)"},
+    "classes": {"frobenius": "$\\lVert W\\rVert_F \\le b$", "normalised": "$\\lVert A - I\\rVert_F \\le r$"},
 }
