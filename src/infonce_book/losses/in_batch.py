@@ -30,11 +30,13 @@ from ._common import (
     check_chunk_size,
     check_options,
     finite_loss,
+    inverse_temperature,
     split_tau,
     without_autocast,
 )
 from ._embedding import embedding_loss
 from ._gather import all_gather_with_grad, local_offset
+from ._pairwise import PairwiseInfoNCE, pairwise_tile
 
 __all__ = ["info_nce_in_batch", "nt_xent"]
 
@@ -115,6 +117,9 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
     accumulate = check_accumulate(accumulate, z1.device)
     tau_value, tau_tensor = split_tau(tau)
     B = z1.shape[0]
+    if not gather:
+        return _pairwise(z1, z2, None, symmetric, variant, reduction, chunk_size, require_unit_norm, accumulate,
+                         tau_value, tau_tensor, ((z1, "z1"), (z2, "z2")))
     if gather:
         c1, c2 = all_gather_with_grad(z1, group), all_gather_with_grad(z2, group)
         offset = local_offset(B, group)
@@ -188,6 +193,9 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
     tau_value, tau_tensor = split_tau(tau)
     B = z1.shape[0]
     views = torch.cat([z1, z2])
+    if not gather:
+        return _pairwise(views, views, B, False, variant, reduction, chunk_size, require_unit_norm, accumulate,
+                         tau_value, tau_tensor, ((z1, "z1"), (z2, "z2")))
     pairs = torch.cat([z2, z1])
     if gather:
         candidates = all_gather_with_grad(views, group)
@@ -206,3 +214,27 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
         unit_norm = ((candidates, "z1 and z2 (gathered)"),) if gather else ((z1, "z1"), (z2, "z2"))
     return embedding_loss(views, pairs, candidates, tau_value, tau_tensor, variant == "standard", chunk_size,
                           dtype, reduction, unit_norm, exclude=exclude)
+
+
+def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_norm, accumulate, tau_value,
+              tau_tensor, checks):
+    """The local (``gather=False``) in-batch loss in one kernel over the logits ``a c^T / tau``
+    (:class:`._pairwise.PairwiseInfoNCE`): CLIP's form (``half`` None: the positive of row i is
+    column i) or NT-Xent's (``a = c`` the 2B views, ``half = B``: the positive of view i is view
+    i + B mod 2B, and the view itself is left out too)."""
+    n = a.shape[0]
+    if n < (2 if half is None else 4):
+        what = "in-batch InfoNCE needs at least 2 pairs in all (B - 1 >= 1 negatives per row)" if half is None \
+            else "nt_xent needs at least 2 pairs in all (2B - 2 >= 1 negatives per view)"
+        raise ValueError(f"{what}, got B = {n if half is None else half}")
+    dtype = accumulation_dtype(accumulate, a, c)
+    inverse_temperature(tau_value, dtype)
+    own = torch.arange(n, device=a.device)
+    if half is None:
+        pos, exclude = None, own.unsqueeze(-1)
+    else:
+        pos = (own + half) % n
+        exclude = torch.stack([own, pos], dim=-1)
+    return PairwiseInfoNCE.apply(a, c, tau_tensor, tau_value, pos, exclude, columns, variant == "standard", dtype,
+                                 reduction, checks if require_unit_norm else (), pairwise_tile(n, c.shape[0],
+                                                                                                chunk_size))

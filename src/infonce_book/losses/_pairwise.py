@@ -1,0 +1,168 @@
+"""The in-batch kernel: InfoNCE over the pairwise logits ``Y = beta A C^T`` of two sets of embeddings,
+by rows and (CLIP's symmetric loss) by columns, in one custom autograd function.
+
+Row ``i`` has anchor ``A_i``, positive ``C_{pos(i)}`` and negatives the columns that ``exclude``
+does not leave out (the positive always is): ``l_i = softplus(R_i)`` (standard) or ``R_i``
+(decoupled) with ``R_i = log sum_{j neg} e^{Y_ij} - beta <A_i, C_pos(i)>``. The softplus form keeps
+a tiny loss exact in relative terms, which ``F.cross_entropy`` over the whole row loses. Column
+``j`` (``columns=True``, square ``A C^T`` with ``pos`` the identity) is the same with ``C_j`` as
+anchor and the ``A_i``, ``i != j``, as candidates, read from the same ``Y``.
+
+One matrix multiply forward, two backward, whichever directions are taken: with the row factors
+``F_i = g_i s_i beta`` (``s_i = sigmoid(R_i)``, or 1 decoupled) and the softmax weights ``q`` over
+each row's (``q'``: column's) negatives, ``G = F q + q' F'`` (columns scaled by ``F'``) and
+``grad A = G C - w C_pos``, ``grad C = G^T A - (w A)`` scattered to the positives, where ``w`` is
+the sum of the factors a positive similarity gets; ``grad tau = -beta <A, grad A>``. ``F`` is
+formed as ``(s beta) g``, so a weight that underflowed to 0 never meets an overflowed factor (as in
+:mod:`._fused`).
+
+Memory: materialised (one (n, m) tile) it saves the two weight matrices; tiled
+(:mod:`._tiled`, ``tile`` rows at a time) it saves only (n,) and (m,) log-sum-exps and recomputes
+each tile's logits in the backward pass, so that at most ``tile x m`` logits are held, forward and
+backward (the idea of Inf-CL, Cheng et al. 2024). A backward pass that must itself be
+differentiable (``create_graph``) goes through :func:`._logsumexp.embedding_lse_plain`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._backward import differentiable_backward
+from ._common import autocast_off, check_finite_loss, finite_reduction, reduce
+from ._logsumexp import embedding_lse_plain
+from ._norm_checks import norm_range, raise_unless_checks_pass
+from ._tiled import tiled_backward, tiled_forward
+
+__all__ = ["PairwiseInfoNCE", "PAIRWISE_MAX_LOGITS", "pairwise_tile"]
+
+_NEG_INF = float("-inf")
+
+#: Above this many logits (``n m``; 2^25 is 128 MiB in float32) the kernel goes tile by tile.
+PAIRWISE_MAX_LOGITS = 2**25
+#: The logits one tile holds when tiling is automatic (``2^22``: 16 MiB in float32).
+TILE_LOGITS = 2**22
+
+
+def pairwise_tile(n: int, m: int, chunk_size: int | None) -> int:
+    """Rows per tile: ``n`` (materialised) unless ``n m`` exceeds :data:`PAIRWISE_MAX_LOGITS`
+    (then ``2^22 / m`` rows, at least 1) or ``chunk_size`` (at most ``chunk_size`` rows, i.e. at
+    most ``chunk_size x m`` logits held) is smaller."""
+    tile = n if n * m <= PAIRWISE_MAX_LOGITS else max(1, TILE_LOGITS // m)
+    return tile if chunk_size is None else min(tile, chunk_size)
+
+
+class PairwiseInfoNCE(torch.autograd.Function):
+    """The reduced in-batch loss over ``Y = beta A C^T`` (module docstring).
+
+    Args of :meth:`forward`: ``A`` (n, d), ``C`` (m, d); ``tau_tensor`` (0-d, or None);
+    ``tau`` (float); ``pos`` (n,) column of each row's positive; ``exclude`` (n, e) columns left
+    out of each row (the positive among them); ``columns``: also the column losses (CLIP's
+    symmetric form: each pair's loss is the mean of its row's and its column's); ``include_positive``
+    (standard); ``dtype``; ``reduction``; ``checks``: ``(tensor, name)`` pairs that must have rows
+    of unit norm (read with the loss in one synchronisation); ``tile``: rows per tile.
+    """
+
+    @staticmethod
+    def forward(ctx, A, C, tau_tensor, tau, pos, exclude, columns, include_positive, dtype, reduction, checks,
+                tile):
+        lohi = norm_range([x for x, _ in checks]) if checks else ()
+        beta = 1.0 / tau
+        a, c = _as(A, dtype), _as(C, dtype)
+        a_beta = a * beta
+        keep = any(ctx.needs_input_grad[:3])
+        s_pos, (max_r, log_r), cols, saved = tiled_forward(a_beta, c, exclude, columns, tile, keep)
+        r_rows = (max_r - s_pos).add_(log_r)  # R_i, the difference of two logits first (exact when equal)
+        lse_r = max_r.add_(log_r)
+        rows = _softplus(r_rows) if include_positive else r_rows
+        r_cols = lse_c = None
+        if columns:
+            max_c, log_c = cols
+            r_cols = (max_c - s_pos).add_(log_c)
+            lse_c = max_c.add_(log_c)
+            cols = _softplus(r_cols) if include_positive else r_cols
+            per = rows * 0.5 + cols * 0.5  # (each half first: the sum of two finite losses may overflow)
+        else:
+            per = rows
+        out = reduce(per, reduction)
+        if reduction == "none":
+            out = out.clone() if out is rows else out
+        if not raise_unless_checks_pass(checks, lohi, out):  # a row beyond the range, or a sum that overflows
+            check_finite_loss(per, dtype, tau)
+            out = finite_reduction(out, per, reduction, dtype, tau, known_finite=False)
+        ctx.save_for_backward(A, C, tau_tensor, a_beta, r_rows, r_cols, lse_r, lse_c, *saved)
+        ctx.opts = (tau, pos, exclude, columns, include_positive, dtype, reduction, tile, len(saved))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        A, C, tau_tensor, a_beta, r_rows, r_cols, lse_r, lse_c, *saved = ctx.saved_tensors
+        tau, pos, exclude, columns, include_positive, dtype, reduction, tile, _ = ctx.opts
+        if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
+            def recompute(a_, c_, t_):
+                return _plain_loss(a_, c_, tau if t_ is None else t_, pos, exclude, columns, include_positive,
+                                   dtype, reduction)
+            return differentiable_backward(recompute, (A, C, tau_tensor), ctx.needs_input_grad[:3],
+                                           grad) + (None,) * 9
+        with autocast_off(grad.device.type):
+            grads = _backward(ctx, grad, A, C, a_beta, r_rows, r_cols, lse_r, lse_c, saved)
+        return grads + (None,) * 9
+
+
+def _backward(ctx, grad, A, C, a_beta, r_rows, r_cols, lse_r, lse_c, saved):
+    """``(grad A, grad C, grad tau)`` (formulas in the module docstring)."""
+    tau, pos, exclude, columns, include_positive, dtype, reduction, tile, _ = ctx.opts
+    need_a, need_c, need_tau = ctx.needs_input_grad[:3]
+    beta = 1.0 / tau
+    n = A.shape[0]
+    g = _as(grad, dtype)
+    # -F per row: (c s) g with c = -beta (/ n for the mean; halved per direction for the symmetric form)
+    c = -beta / n if reduction == "mean" else -beta
+    if columns:
+        c = c * 0.5
+    f_rows = _factor(r_rows, g, c, include_positive)
+    f_cols = _factor(r_cols, g, c, include_positive) if columns else None
+    a, cc = _as(A, dtype), _as(C, dtype)
+    neg_ga, neg_gc = tiled_backward(a_beta, a, cc, exclude, f_rows, f_cols, lse_r, lse_c, saved, tile,
+                                    need_c)
+    w = f_rows if f_cols is None else f_rows + f_cols  # -(the factor of each positive similarity)
+    c_pos = cc if pos is None else cc[pos]
+    neg_ga.addcmul_(c_pos, w.unsqueeze(-1), value=-1.0)  # -(G C - w C_pos)
+    grad_a = grad_c = grad_tau = None
+    if need_tau:
+        grad_tau = (torch.linalg.vecdot(a, neg_ga).sum() * beta).reshape(())
+    if need_a:
+        grad_a = neg_ga.neg_().to(A.dtype)
+    if need_c:
+        wa = a * w.unsqueeze(-1)
+        if pos is None:
+            neg_gc.sub_(wa)
+        else:
+            neg_gc.index_add_(0, pos, wa, alpha=-1.0)
+        grad_c = neg_gc.neg_().to(C.dtype)
+    return grad_a, grad_c, grad_tau
+
+
+def _factor(r, g, c, include_positive):
+    """``-F = (c s) g`` per row ((n,); ``g`` 0-d or (n,))."""
+    s = torch.sigmoid(r) if include_positive else torch.ones_like(r)
+    return (s * c) * g
+
+
+def _plain_loss(a, c, tau, pos, exclude, columns, include_positive, dtype, reduction):
+    """The reduced loss with plain torch operations over the materialised logits (any order of
+    derivatives): rows, and columns as rows of the transposed problem."""
+    p = c if pos is None else c[pos]
+    rows = embedding_lse_plain(a, p, c, tau, include_positive, dtype, exclude)
+    if columns:
+        cols = embedding_lse_plain(c, a, a, tau, include_positive, dtype, exclude)
+        rows = rows * 0.5 + cols * 0.5
+    return reduce(rows, reduction)
+
+
+def _as(x, dtype):
+    return x if x.dtype == dtype else x.to(dtype)
+
+
+def _softplus(x):
+    """``log(1 + e^x)``, exact in relative terms for very negative ``x`` (as in :mod:`._fused`)."""
+    return torch.nn.functional.softplus(x, beta=1.0, threshold=40.0)
