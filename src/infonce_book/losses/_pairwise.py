@@ -33,7 +33,7 @@ from ._logsumexp import embedding_lse_plain
 from ._norm_checks import norm_range, raise_unless_checks_pass
 from ._tiled import tiled_backward, tiled_forward
 
-__all__ = ["PairwiseInfoNCE", "PAIRWISE_MAX_LOGITS", "pairwise_tile"]
+__all__ = ["PAIRWISE_MAX_LOGITS", "PairwiseInfoNCE", "materialised_forward", "pairwise_tile"]
 
 _NEG_INF = float("-inf")
 
@@ -66,37 +66,33 @@ class PairwiseInfoNCE(torch.autograd.Function):
     def forward(ctx, A, C, tau_tensor, tau, pos, exclude, columns, include_positive, dtype, reduction, checks,
                 tile):
         lohi = norm_range([x for x, _ in checks]) if checks else ()
-        beta = 1.0 / tau
-        a, c = _as(A, dtype), _as(C, dtype)
-        a_beta = a * beta
+        a_beta = _as(A, dtype) * (1.0 / tau)
+        c = _as(C, dtype)
         keep = any(ctx.needs_input_grad[:3])
-        s_pos, (max_r, log_r), cols, saved = tiled_forward(a_beta, c, exclude, columns, tile, keep)
-        r_rows = (max_r - s_pos).add_(log_r)  # R_i, the difference of two logits first (exact when equal)
-        lse_r = max_r.add_(log_r)
+        if tile >= A.shape[0]:
+            r_rows, r_cols, saved = materialised_forward(a_beta, c, exclude, columns, keep)
+        else:
+            r_rows, r_cols, saved = tiled_forward(a_beta, c, exclude, columns, tile)
         rows = _softplus(r_rows) if include_positive else r_rows
-        r_cols = lse_c = None
         if columns:
-            max_c, log_c = cols
-            r_cols = (max_c - s_pos).add_(log_c)
-            lse_c = max_c.add_(log_c)
             cols = _softplus(r_cols) if include_positive else r_cols
-            per = rows * 0.5 + cols * 0.5  # (each half first: the sum of two finite losses may overflow)
+            per = torch.add(rows * 0.5, cols, alpha=0.5)  # (each half first: the sum of two may overflow)
         else:
             per = rows
         out = reduce(per, reduction)
-        if reduction == "none":
-            out = out.clone() if out is rows else out
+        if out is r_rows:  # reduction "none", decoupled, rows: a copy, which the caller may change in place
+            out = out.clone()
         if not raise_unless_checks_pass(checks, lohi, out):  # a row beyond the range, or a sum that overflows
             check_finite_loss(per, dtype, tau)
             out = finite_reduction(out, per, reduction, dtype, tau, known_finite=False)
-        ctx.save_for_backward(A, C, tau_tensor, a_beta, r_rows, r_cols, lse_r, lse_c, *saved)
-        ctx.opts = (tau, pos, exclude, columns, include_positive, dtype, reduction, tile, len(saved))
+        ctx.save_for_backward(A, C, tau_tensor, a_beta, r_rows, r_cols, *saved)
+        ctx.opts = (tau, pos, exclude, columns, include_positive, dtype, reduction, tile)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        A, C, tau_tensor, a_beta, r_rows, r_cols, lse_r, lse_c, *saved = ctx.saved_tensors
-        tau, pos, exclude, columns, include_positive, dtype, reduction, tile, _ = ctx.opts
+        A, C, tau_tensor, a_beta, r_rows, r_cols, *saved = ctx.saved_tensors
+        tau, pos, exclude, columns, include_positive, dtype, reduction, tile = ctx.opts
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
             def recompute(a_, c_, t_):
                 return _plain_loss(a_, c_, tau if t_ is None else t_, pos, exclude, columns, include_positive,
@@ -104,48 +100,69 @@ class PairwiseInfoNCE(torch.autograd.Function):
             return differentiable_backward(recompute, (A, C, tau_tensor), ctx.needs_input_grad[:3],
                                            grad) + (None,) * 9
         with autocast_off(grad.device.type):
-            grads = _backward(ctx, grad, A, C, a_beta, r_rows, r_cols, lse_r, lse_c, saved)
+            grads = _backward(ctx, grad, A, C, a_beta, r_rows, r_cols, saved)
         return grads + (None,) * 9
 
 
-def _backward(ctx, grad, A, C, a_beta, r_rows, r_cols, lse_r, lse_c, saved):
-    """``(grad A, grad C, grad tau)`` (formulas in the module docstring)."""
-    tau, pos, exclude, columns, include_positive, dtype, reduction, tile, _ = ctx.opts
+def materialised_forward(a_beta, c, exclude, columns, keep_weights):
+    """``(R_rows, R_columns or None, saved)`` over the whole (n, m) logit matrix: ``R`` per row
+    (column) over its negatives, the logits centred by the positive's (``exclude``'s last column)
+    before the log-sum-exp, so that equal logits give exactly ``log(count)``; ``saved``: the
+    softmax weights over each row's (and column's) negatives when ``keep_weights``."""
+    y = torch.mm(a_beta, c.T)
+    s = y.gather(1, exclude[:, -1:])  # (n, 1): each row's positive logit, rounded as the others
+    y.scatter_(1, exclude, _NEG_INF)
+    z = y - s
+    r_rows = torch.logsumexp(z, dim=1)
+    saved = (torch.softmax(z, dim=1),) if keep_weights else ()
+    r_cols = None
+    if columns:  # square, the positives on the diagonal: column j centred by s_j
+        z = y.sub_(s.view(1, -1))
+        r_cols = torch.logsumexp(z, dim=0)
+        if keep_weights:
+            saved += (torch.softmax(z, dim=0),)
+    return r_rows, r_cols, saved
+
+
+def _backward(ctx, grad, A, C, a_beta, r_rows, r_cols, saved):
+    """``(grad A, grad C, grad tau)`` (formulas in the module docstring; here ``f = -F`` and
+    ``G``, ``w`` are formed with ``f``, so the signs are folded into the products)."""
+    tau, pos, exclude, columns, include_positive, dtype, reduction, tile = ctx.opts
     need_a, need_c, need_tau = ctx.needs_input_grad[:3]
     beta = 1.0 / tau
     n = A.shape[0]
-    g = _as(grad, dtype)
     # -F per row: (c s) g with c = -beta (/ n for the mean; halved per direction for the symmetric form)
     c = -beta / n if reduction == "mean" else -beta
-    if columns:
-        c = c * 0.5
-    f_rows = _factor(r_rows, g, c, include_positive)
-    f_cols = _factor(r_cols, g, c, include_positive) if columns else None
-    a, cc = _as(A, dtype), _as(C, dtype)
-    neg_ga, neg_gc = tiled_backward(a_beta, a, cc, exclude, f_rows, f_cols, lse_r, lse_c, saved, tile,
-                                    need_c)
+    cg = _as(grad, dtype) * (c * 0.5 if columns else c)
+    f_rows = _factor(r_rows, cg, include_positive)
+    f_cols = _factor(r_cols, cg, include_positive) if columns else None
     w = f_rows if f_cols is None else f_rows + f_cols  # -(the factor of each positive similarity)
+    a, cc = _as(A, dtype), _as(C, dtype)
     c_pos = cc if pos is None else cc[pos]
-    neg_ga.addcmul_(c_pos, w.unsqueeze(-1), value=-1.0)  # -(G C - w C_pos)
-    grad_a = grad_c = grad_tau = None
-    if need_tau:
-        grad_tau = (torch.linalg.vecdot(a, neg_ga).sum() * beta).reshape(())
-    if need_a:
-        grad_a = neg_ga.neg_().to(A.dtype)
-    if need_c:
-        wa = a * w.unsqueeze(-1)
-        if pos is None:
-            neg_gc.sub_(wa)
-        else:
-            neg_gc.index_add_(0, pos, wa, alpha=-1.0)
-        grad_c = neg_gc.neg_().to(C.dtype)
-    return grad_a, grad_c, grad_tau
+    wc = c_pos * w.unsqueeze(-1)
+    wa = a * w.unsqueeze(-1) if need_c else None
+    if need_c and pos is not None:  # to each row's positive
+        wa = torch.zeros_like(wa).index_add_(0, pos, wa)
+    if tile >= n:
+        g = saved[0] * f_rows.unsqueeze(-1)
+        if f_cols is not None:
+            g.addcmul_(saved[1], f_cols.unsqueeze(0))
+        grad_a = torch.addmm(wc, g, cc, alpha=-1.0)  # w C_pos - G C, the true gradient
+        grad_c = torch.addmm(wa, g.T, a, alpha=-1.0) if need_c else None
+    else:
+        gc, gta = tiled_backward(a_beta, a, cc, exclude, f_rows, f_cols, saved[0], saved[1] if columns else None,
+                                 tile, need_c)
+        grad_a = wc.sub_(gc)
+        grad_c = wa.sub_(gta) if need_c else None
+    grad_tau = -(torch.linalg.vecdot(a, grad_a).sum() * beta).reshape(()) if need_tau else None
+    return (grad_a.to(A.dtype) if need_a else None), (grad_c.to(C.dtype) if need_c else None), grad_tau
 
 
-def _factor(r, g, c, include_positive):
-    """``-F = (c s) g`` per row ((n,); ``g`` 0-d or (n,))."""
-    s = torch.sigmoid(r) if include_positive else torch.ones_like(r)
-    return (s * c) * g
+def _factor(r, cg, include_positive):
+    """``-F = (c s) g`` per row ((n,); ``cg = c g``, 0-d or (n,))."""
+    if include_positive:
+        return torch.sigmoid(r).mul_(cg)
+    return cg.expand(r.shape) if cg.dim() == 0 else cg
 
 
 def _plain_loss(a, c, tau, pos, exclude, columns, include_positive, dtype, reduction):

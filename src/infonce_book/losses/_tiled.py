@@ -5,9 +5,8 @@ and the weighted sums of the gradient in the backward pass.
 A tile holds at most ``tile x m`` logits (two such buffers), so peak memory is
 ``O((n + m) d + tile m)`` forward and backward: the streaming form of the CLIP loss of Inf-CL
 (Cheng et al. 2024, "Breaking the memory barrier: near infinite batch size scaling for contrastive
-loss"), here by row tiles. When one tile holds every row (the materialised form) the forward pass
-keeps the softmax weights for the backward pass instead of recomputing the logits; tiled, the
-backward pass recomputes each tile's logits (one more matrix multiply in all). Reused buffers
+loss"), here by row tiles; the backward pass recomputes each tile's logits (one more matrix
+multiply in all than the materialised form, :func:`._pairwise.materialised_forward`). Reused buffers
 also spare the allocation of fresh ``n x m`` matrices, whose page faults cost about as much as a
 pass over them on a CPU.
 
@@ -53,29 +52,14 @@ def _log_sum(y, shift, dim, out):
     return torch.sub(y, shift, out=out).exp_().sum(dim=dim).log_()
 
 
-def tiled_forward(a_beta, c, exclude, columns, tile, keep_weights):
-    """Row (and, with ``columns``, column) statistics of the logits over each row's (column's)
-    negatives: ``(s_pos, (max_r, log_sum_r), (max_c, log_sum_c) or None, saved)`` where
-    ``log sum_j e^{y_j} = max + log_sum`` and ``s_pos`` is each row's positive logit (for the
-    loss ``(max - s_pos) + log_sum``, exact where the logits are equal). ``saved`` is the softmax
-    weights ``(q_rows, q_columns)`` when one tile holds every row and ``keep_weights``, else
-    ``()``."""
+def tiled_forward(a_beta, c, exclude, columns, tile):
+    """``(R_rows (n,), R_columns (m,) or None, (lse_rows, lse_columns or None))``, ``tile`` rows at
+    a time: ``lse`` is ``log sum_j e^{y_j}`` over each row's (column's) negatives and
+    ``R = (max - s_pos) + log sum_j e^{y_j - max}``, the difference of two logits taken first (so
+    that equal logits give exactly ``log(count)``); ``s_pos`` is the positive's logit
+    (``exclude``'s last column; for the columns, the same diagonal)."""
     n, m = a_beta.shape[0], c.shape[0]
     s_pos = torch.empty(n, dtype=a_beta.dtype, device=a_beta.device)
-    if tile >= n:
-        y = _logits(a_beta, c, exclude, 0, n, None, s_pos)
-        tmp = torch.empty_like(y)
-        max_r = _finite_shift(y.amax(dim=1))
-        rows = (max_r, _log_sum(y, max_r.unsqueeze(-1), 1, tmp))
-        cols = None
-        if columns:
-            max_c = _finite_shift(y.amax(dim=0))
-            cols = (max_c, _log_sum(y, max_c, 0, tmp))
-        if not keep_weights:
-            return s_pos, rows, cols, ()
-        q_r = torch.sub(y, (rows[0] + rows[1]).unsqueeze(-1), out=tmp).exp_()
-        saved = (q_r, y.sub_(cols[0] + cols[1]).exp_()) if columns else (q_r,)
-        return s_pos, rows, cols, saved
     buf = torch.empty(tile * m, dtype=a_beta.dtype, device=a_beta.device)
     tmp = torch.empty_like(buf)
     max_r, log_sum_r = torch.empty_like(s_pos), torch.empty_like(s_pos)
@@ -83,33 +67,33 @@ def tiled_forward(a_beta, c, exclude, columns, tile, keep_weights):
     for lo, hi in _bounds(n, tile):
         y = _logits(a_beta, c, exclude, lo, hi, buf, s_pos)
         t = tmp[: y.numel()].view_as(y)
-        mx = _finite_shift(y.amax(dim=1))
+        mx = y.amax(dim=1)  # finite: every row has a negative (else the loss is not finite and raises)
         max_r[lo:hi] = mx
         log_sum_r[lo:hi] = _log_sum(y, mx.unsqueeze(-1), 1, t)
         if columns:
             tile_max = y.amax(dim=0)
             new_m = tile_max if col_m is None else torch.maximum(col_m, tile_max)
-            shift = _finite_shift(new_m)
+            shift = _finite_shift(new_m)  # a column may have no finite logit in the first tiles
             term = torch.sub(y, shift, out=t).exp_().sum(dim=0)
             if col_acc is None:
                 col_acc = term
             else:
                 col_acc.mul_(torch.exp(_finite_shift(col_m) - shift)).add_(term)
             col_m = new_m
-    cols = (_finite_shift(col_m), col_acc.log_()) if columns else None
-    return s_pos, (max_r, log_sum_r), cols, ()
+    r_rows = (max_r - s_pos).add_(log_sum_r)
+    lse_r = max_r.add_(log_sum_r)
+    if not columns:
+        return r_rows, None, (lse_r, None)
+    log_c = col_acc.log_()
+    r_cols = (col_m - s_pos).add_(log_c)
+    return r_rows, r_cols, (lse_r, col_m.add_(log_c))
 
 
-def tiled_backward(a_beta, a, c, exclude, f_rows, f_cols, lse_r, lse_c, saved, tile, need_c):
+def tiled_backward(a_beta, a, c, exclude, f_rows, f_cols, lse_r, lse_c, tile, need_c):
     """``(G C (n, d), G^T A (m, d) or None)`` for ``G = f_rows q + q' f_cols`` (the weights ``q`` of
-    the rows, ``q'`` of the columns; ``f_cols`` None: rows only), from ``saved`` weights or
-    recomputed tile by tile."""
+    the rows, ``q' `` of the columns; ``f_cols`` None: rows only), the logits recomputed tile by
+    tile."""
     n, m = a.shape[0], c.shape[0]
-    if saved:
-        g = saved[0] * f_rows.unsqueeze(-1)
-        if f_cols is not None:
-            g.addcmul_(saved[1], f_cols)
-        return g @ c, (g.T @ a if need_c else None)
     ga = torch.empty_like(a)
     gc = torch.zeros_like(c) if need_c else None
     size = min(tile, n) * m
