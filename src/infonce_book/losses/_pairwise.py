@@ -113,53 +113,57 @@ def materialised_forward(a_beta, c, exclude, columns, keep_weights):
     s = y.gather(1, exclude[:, -1:])  # (n, 1): each row's positive logit, rounded as the others
     y.scatter_(1, exclude, _NEG_INF)
     z = y - s
-    r_rows = torch.logsumexp(z, dim=1)
-    saved = (torch.softmax(z, dim=1),) if keep_weights else ()
+    q = torch.softmax(z, dim=1)
+    r_rows = _log_sum_exp(z, q, 1)
+    saved = (q,) if keep_weights else ()
     r_cols = None
     if columns:  # square, the positives on the diagonal: column j centred by s_j
         z = y.sub_(s.view(1, -1))
-        r_cols = torch.logsumexp(z, dim=0)
+        q = torch.softmax(z, dim=0)
+        r_cols = _log_sum_exp(z, q, 0)
         if keep_weights:
-            saved += (torch.softmax(z, dim=0),)
+            saved += (q,)
     return r_rows, r_cols, saved
 
 
+def _log_sum_exp(z, q, dim):
+    """``log sum_j e^{z_j}`` over ``dim`` from the softmax ``q`` of ``z``: ``max_j z_j - log max_j q_j``
+    (``max q >= 1 / count``, so the logarithm is exact to rounding; cheaper than ``torch.logsumexp``,
+    which forms the exponentials again)."""
+    return z.amax(dim=dim).sub_(q.amax(dim=dim).log_())
+
+
 def _backward(ctx, grad, A, C, a_beta, r_rows, r_cols, saved):
-    """``(grad A, grad C, grad tau)`` (formulas in the module docstring; here ``f = -F`` and
-    ``G``, ``w`` are formed with ``f``, so the signs are folded into the products)."""
+    """``(grad A, grad C, grad tau)`` (formulas in the module docstring). The positive's own
+    entry of ``G`` (0 in ``G``: its logit was left out) is set to ``-w``, so that the two products
+    ``G C`` and ``G^T A`` carry the positives' terms too."""
     tau, pos, exclude, columns, include_positive, dtype, reduction, tile = ctx.opts
     need_a, need_c, need_tau = ctx.needs_input_grad[:3]
     beta = 1.0 / tau
     n = A.shape[0]
-    # -F per row: (c s) g with c = -beta (/ n for the mean; halved per direction for the symmetric form)
-    c = -beta / n if reduction == "mean" else -beta
+    # F per row: (c s) g with c = beta (/ n for the mean; halved per direction for the symmetric form)
+    c = beta / n if reduction == "mean" else beta
     cg = _as(grad, dtype) * (c * 0.5 if columns else c)
     f_rows = _factor(r_rows, cg, include_positive)
     f_cols = _factor(r_cols, cg, include_positive) if columns else None
-    w = f_rows if f_cols is None else f_rows + f_cols  # -(the factor of each positive similarity)
+    neg_w = torch.neg(f_rows) if f_cols is None else torch.neg(f_rows).sub_(f_cols)
     a, cc = _as(A, dtype), _as(C, dtype)
-    c_pos = cc if pos is None else cc[pos]
-    wc = c_pos * w.unsqueeze(-1)
-    wa = a * w.unsqueeze(-1) if need_c else None
-    if need_c and pos is not None:  # to each row's positive
-        wa = torch.zeros_like(wa).index_add_(0, pos, wa)
     if tile >= n:
         g = saved[0] * f_rows.unsqueeze(-1)
         if f_cols is not None:
             g.addcmul_(saved[1], f_cols.unsqueeze(0))
-        grad_a = torch.addmm(wc, g, cc, alpha=-1.0)  # w C_pos - G C, the true gradient
-        grad_c = torch.addmm(wa, g.T, a, alpha=-1.0) if need_c else None
+        g.scatter_(1, exclude[:, -1:], neg_w.unsqueeze(-1))
+        grad_a = torch.mm(g, cc) if need_a or need_tau else None
+        grad_c = torch.mm(g.T, a) if need_c else None
     else:
-        gc, gta = tiled_backward(a_beta, a, cc, exclude, f_rows, f_cols, saved[0], saved[1] if columns else None,
-                                 tile, need_c)
-        grad_a = wc.sub_(gc)
-        grad_c = wa.sub_(gta) if need_c else None
+        grad_a, grad_c = tiled_backward(a_beta, a, cc, exclude, f_rows, f_cols, neg_w, saved[0], saved[1], tile,
+                                        need_c)
     grad_tau = -(torch.linalg.vecdot(a, grad_a).sum() * beta).reshape(()) if need_tau else None
     return (grad_a.to(A.dtype) if need_a else None), (grad_c.to(C.dtype) if need_c else None), grad_tau
 
 
 def _factor(r, cg, include_positive):
-    """``-F = (c s) g`` per row ((n,); ``cg = c g``, 0-d or (n,))."""
+    """``F = (c s) g`` per row ((n,); ``cg = c g``, 0-d or (n,))."""
     if include_positive:
         return torch.sigmoid(r).mul_(cg)
     return cg.expand(r.shape) if cg.dim() == 0 else cg

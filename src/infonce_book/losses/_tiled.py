@@ -89,15 +89,14 @@ def tiled_forward(a_beta, c, exclude, columns, tile):
     return r_rows, r_cols, (lse_r, col_m.add_(log_c))
 
 
-def tiled_backward(a_beta, a, c, exclude, f_rows, f_cols, lse_r, lse_c, tile, need_c):
+def tiled_backward(a_beta, a, c, exclude, f_rows, f_cols, neg_w, lse_r, lse_c, tile, need_c):
     """``(G C (n, d), G^T A (m, d) or None)`` for ``G = f_rows q + q' f_cols`` (the weights ``q`` of
-    the rows, ``q' `` of the columns; ``f_cols`` None: rows only), the logits recomputed tile by
-    tile."""
+    the rows, ``q'`` of the columns; ``f_cols`` None: rows only) with each row's positive entry
+    set to ``neg_w``, the logits recomputed tile by tile."""
     n, m = a.shape[0], c.shape[0]
     ga = torch.empty_like(a)
     gc = torch.zeros_like(c) if need_c else None
-    size = min(tile, n) * m
-    buf = torch.empty(size, dtype=a.dtype, device=a.device)
+    buf = torch.empty(min(tile, n) * m, dtype=a.dtype, device=a.device)
     tmp = torch.empty_like(buf) if f_cols is not None else None
     for lo, hi in _bounds(n, tile):
         y = _logits(a_beta, c, exclude, lo, hi, buf)
@@ -106,6 +105,7 @@ def tiled_backward(a_beta, a, c, exclude, f_rows, f_cols, lse_r, lse_c, tile, ne
         g = y.sub_(lse_r[lo:hi].unsqueeze(-1)).exp_().mul_(f_rows[lo:hi].unsqueeze(-1))
         if f_cols is not None:
             g.add_(qc)
+        g.scatter_(1, exclude[lo:hi, -1:], neg_w[lo:hi].unsqueeze(-1))
         torch.mm(g, c, out=ga[lo:hi])
         if need_c:
             gc.addmm_(g.T, a[lo:hi])
