@@ -58,6 +58,8 @@ FORMS = {
 }
 LIBRARIES = ("open_clip", "lightly", "pytorch-metric-learning")
 TAU = {"clip": 0.07, "rows": 0.07, "nt-xent": 0.1}
+#: pytorch-metric-learning's NT-Xent holds a (2B (2B - 2), 2B) float mask; not run beyond 2 GiB.
+PML_CAP_BYTES = 2 * 2**30
 
 
 def _loss_fn(form, method, B, device):
@@ -126,6 +128,9 @@ def time_config(form, B, d, device, repeats, budget):
     z1, z2 = _inputs(B, d, device)
     fns = {m: _loss_fn(form, m, B, device) for m in FORMS[form]}
     out = {m: {"status": "missing (not installed)"} for m, f in fns.items() if f is None}
+    if "pytorch-metric-learning" in fns and (2 * B) ** 3 * 4 > PML_CAP_BYTES:
+        fns.pop("pytorch-metric-learning")  # it forms a (pairs x views) mask: (2B)^3 floats
+        out["pytorch-metric-learning"] = {"status": "skipped (memory)"}
     fns = {m: f for m, f in fns.items() if f is not None}
     inner, values, per_round = {}, {}, 0.0
     for m, f in fns.items():
