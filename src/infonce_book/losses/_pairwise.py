@@ -37,15 +37,19 @@ __all__ = ["PAIRWISE_MAX_LOGITS", "PairwiseInfoNCE", "materialised_forward", "pa
 
 _NEG_INF = float("-inf")
 
-#: Above this many logits (``n m``; 2^25 is 128 MiB in float32) the kernel goes tile by tile.
-PAIRWISE_MAX_LOGITS = 2**25
-#: The logits one tile holds when tiling is automatic (``2^22``: 16 MiB in float32).
-TILE_LOGITS = 2**22
+#: Above this many logits (``n m``; 2^22 is 16 MiB in float32, B = 2048 for CLIP's loss, 1024 for
+#: NT-Xent's) the kernel goes tile by tile. On a CPU that is also faster: a fresh matrix of 64 MiB
+#: or more costs its page faults on every call (about as much as a pass over it), a reused tile
+#: does not (B = 4096, d = 128, one thread: 0.8 of the materialised form's time, measured with
+#: ``benchmarks/bench_in_batch.py``'s inputs).
+PAIRWISE_MAX_LOGITS = 2**22
+#: The logits one tile holds when tiling is automatic (``2^21``: 8 MiB in float32).
+TILE_LOGITS = 2**21
 
 
 def pairwise_tile(n: int, m: int, chunk_size: int | None) -> int:
     """Rows per tile: ``n`` (materialised) unless ``n m`` exceeds :data:`PAIRWISE_MAX_LOGITS`
-    (then ``2^22 / m`` rows, at least 1) or ``chunk_size`` (at most ``chunk_size`` rows, i.e. at
+    (then ``2^21 / m`` rows, at least 1) or ``chunk_size`` (at most ``chunk_size`` rows, i.e. at
     most ``chunk_size x m`` logits held) is smaller."""
     tile = n if n * m <= PAIRWISE_MAX_LOGITS else max(1, TILE_LOGITS // m)
     return tile if chunk_size is None else min(tile, chunk_size)

@@ -83,7 +83,9 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
         reduction: ``"mean"`` (CLIP's value), ``"sum"`` or ``"none"`` ((B,), one loss per pair).
         chunk_size, require_unit_norm, accumulate: as in :func:`infonce_book.losses.info_nce`
             (the candidates are the negatives; ``chunk_size`` bounds the held logits to
-            ``B x chunk_size``).
+            ``B x chunk_size``). Without ``gather`` the logits are streamed in tiles of rows
+            (Inf-CL's idea; memory ``O(B d + B x tile)``, forward and backward) of at most
+            ``chunk_size`` rows, and automatically above ``2^22`` logits (tiles of ``2^21``).
         gather: score the candidates of every process of ``group`` (``torch.distributed``, with
             gradients back to their owners; :func:`infonce_book.losses.gather_with_grad`); the
             local rows are the anchors. Every process must call it alike.
@@ -165,7 +167,7 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
             or ``"none"`` ((2B,), the views of ``z1`` first, then those of ``z2``).
         chunk_size, require_unit_norm, accumulate: as in :func:`infonce_book.losses.info_nce`
             (the 2B views are the candidates; ``chunk_size`` bounds the held logits to
-            ``2B x chunk_size``).
+            ``2B x chunk_size``; tiles as in :func:`info_nce_in_batch`).
         gather, group: as in :func:`info_nce_in_batch` (the local 2B views are the anchors,
             the views of every process the candidates).
     Returns:
