@@ -77,25 +77,29 @@ class PairwiseInfoNCE(torch.autograd.Function):
             r_rows, r_cols, saved = materialised_forward(a_beta, c, exclude, columns, keep)
         else:
             r_rows, r_cols, saved = tiled_forward(a_beta, c, exclude, columns, tile)
-        rows = _softplus(r_rows) if include_positive else r_rows
-        if columns:
-            cols = _softplus(r_cols) if include_positive else r_cols
-            per = torch.add(rows * 0.5, cols, alpha=0.5)  # (each half first: the sum of two may overflow)
+        if columns:  # both directions in one (2, n) tensor: a pair's loss is the mean of its two
+            r = torch.stack([r_rows, r_cols])
+            both = _softplus(r) if include_positive else r
+            per = None if reduction == "mean" else torch.add(both[0] * 0.5, both[1], alpha=0.5)
+            out = both.mean() if per is None else reduce(per, reduction)
         else:
-            per = rows
-        out = reduce(per, reduction)
-        if out is r_rows:  # reduction "none", decoupled, rows: a copy, which the caller may change in place
-            out = out.clone()
+            r = r_rows
+            per = _softplus(r) if include_positive else r
+            out = reduce(per, reduction)
+            if out is r:  # reduction "none", decoupled: a copy, which the caller may change in place
+                out = out.clone()
         if not raise_unless_checks_pass(checks, lohi, out):  # a row beyond the range, or a sum that overflows
+            if per is None:  # (each half first: the sum of two finite losses may overflow)
+                per = torch.add(both[0] * 0.5, both[1], alpha=0.5)
             check_finite_loss(per, dtype, tau)
             out = finite_reduction(out, per, reduction, dtype, tau, known_finite=False)
-        ctx.save_for_backward(A, C, tau_tensor, a_beta, r_rows, r_cols, *saved)
+        ctx.save_for_backward(A, C, tau_tensor, a_beta, r, *saved)
         ctx.opts = (tau, pos, exclude, columns, include_positive, dtype, reduction, tile)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        A, C, tau_tensor, a_beta, r_rows, r_cols, *saved = ctx.saved_tensors
+        A, C, tau_tensor, a_beta, r, *saved = ctx.saved_tensors
         tau, pos, exclude, columns, include_positive, dtype, reduction, tile = ctx.opts
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
             def recompute(a_, c_, t_):
@@ -104,7 +108,7 @@ class PairwiseInfoNCE(torch.autograd.Function):
             return differentiable_backward(recompute, (A, C, tau_tensor), ctx.needs_input_grad[:3],
                                            grad) + (None,) * 9
         with autocast_off(grad.device.type):
-            grads = _backward(ctx, grad, A, C, a_beta, r_rows, r_cols, saved)
+            grads = _backward(ctx, grad, A, C, a_beta, r, saved)
         return grads + (None,) * 9
 
 
@@ -137,7 +141,7 @@ def _log_sum_exp(z, q, dim):
     return z.amax(dim=dim).sub_(q.amax(dim=dim).log_())
 
 
-def _backward(ctx, grad, A, C, a_beta, r_rows, r_cols, saved):
+def _backward(ctx, grad, A, C, a_beta, r, saved):
     """``(grad A, grad C, grad tau)`` (formulas in the module docstring). The positive's own
     entry of ``G`` (0 in ``G``: its logit was left out) is set to ``-w``, so that the two products
     ``G C`` and ``G^T A`` carry the positives' terms too."""
@@ -148,9 +152,9 @@ def _backward(ctx, grad, A, C, a_beta, r_rows, r_cols, saved):
     # F per row: (c s) g with c = beta (/ n for the mean; halved per direction for the symmetric form)
     c = beta / n if reduction == "mean" else beta
     cg = _as(grad, dtype) * (c * 0.5 if columns else c)
-    f_rows = _factor(r_rows, cg, include_positive)
-    f_cols = _factor(r_cols, cg, include_positive) if columns else None
-    neg_w = torch.neg(f_rows) if f_cols is None else torch.neg(f_rows).sub_(f_cols)
+    f = _factor(r, cg, include_positive)  # (n,), or (2, n) for rows and columns
+    f_rows, f_cols = (f[0], f[1]) if columns else (f, None)
+    neg_w = f.sum(dim=0).neg_() if columns else torch.neg(f)
     a, cc = _as(A, dtype), _as(C, dtype)
     if tile >= n:
         g = saved[0] * f_rows.unsqueeze(-1)
@@ -167,10 +171,10 @@ def _backward(ctx, grad, A, C, a_beta, r_rows, r_cols, saved):
 
 
 def _factor(r, cg, include_positive):
-    """``F = (c s) g`` per row ((n,); ``cg = c g``, 0-d or (n,))."""
+    """``F = (c s) g`` per row (``r``: (n,) or (2, n); ``cg = c g``, 0-d or (n,))."""
     if include_positive:
         return torch.sigmoid(r).mul_(cg)
-    return cg.expand(r.shape) if cg.dim() == 0 else cg
+    return cg.expand(r.shape)
 
 
 def _plain_loss(a, c, tau, pos, exclude, columns, include_positive, dtype, reduction):
