@@ -114,31 +114,24 @@ class PairwiseInfoNCE(torch.autograd.Function):
 
 def materialised_forward(a_beta, c, exclude, columns, keep_weights):
     """``(R_rows, R_columns or None, saved)`` over the whole (n, m) logit matrix: ``R`` per row
-    (column) over its negatives, the logits centred by the positive's (``exclude``'s last column)
-    before the log-sum-exp, so that equal logits give exactly ``log(count)``; ``saved``: the
-    softmax weights over each row's (and column's) negatives when ``keep_weights``."""
+    (column) over its negatives, ``R = (max_j y_j - s) - log max_j q_j`` with ``q`` the softmax
+    over the negatives and ``s`` the positive's logit (``exclude``'s last column), taken from the
+    same product so that it is rounded as the others: the difference of two logits comes first,
+    and equal logits give exactly ``log(count)``. ``saved``: the softmax weights of the rows (and
+    columns) when ``keep_weights``."""
     y = torch.mm(a_beta, c.T)
-    s = y.gather(1, exclude[:, -1:])  # (n, 1): each row's positive logit, rounded as the others
+    s = y.gather(1, exclude[:, -1:]).squeeze(-1)  # (n,)
     y.scatter_(1, exclude, _NEG_INF)
-    z = y - s
-    q = torch.softmax(z, dim=1)
-    r_rows = _log_sum_exp(z, q, 1)
+    q = torch.softmax(y, dim=1)  # (the softmax is the same for the centred logits)
+    r_rows = (y.amax(dim=1) - s).sub_(q.amax(dim=1).log_())
     saved = (q,) if keep_weights else ()
     r_cols = None
     if columns:  # square, the positives on the diagonal: column j centred by s_j
-        z = y.sub_(s.view(1, -1))
-        q = torch.softmax(z, dim=0)
-        r_cols = _log_sum_exp(z, q, 0)
+        q = torch.softmax(y, dim=0)
+        r_cols = (y.amax(dim=0) - s).sub_(q.amax(dim=0).log_())
         if keep_weights:
             saved += (q,)
     return r_rows, r_cols, saved
-
-
-def _log_sum_exp(z, q, dim):
-    """``log sum_j e^{z_j}`` over ``dim`` from the softmax ``q`` of ``z``: ``max_j z_j - log max_j q_j``
-    (``max q >= 1 / count``, so the logarithm is exact to rounding; cheaper than ``torch.logsumexp``,
-    which forms the exponentials again)."""
-    return z.amax(dim=dim).sub_(q.amax(dim=dim).log_())
 
 
 def _backward(ctx, grad, A, C, a_beta, r, saved):

@@ -21,6 +21,8 @@ and the same ``variant`` (``"decoupled"``: the positive left out of the denomina
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from ..utils.validation import check_bool, check_float_tensor
@@ -231,12 +233,18 @@ def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_
         raise ValueError(f"{what}, got B = {n if half is None else half}")
     dtype = accumulation_dtype(accumulate, a, c)
     inverse_temperature(tau_value, dtype)
-    own = torch.arange(n, device=a.device)
-    if half is None:
-        pos, exclude = None, own.unsqueeze(-1)
-    else:
-        pos = (own + half) % n
-        exclude = torch.stack([own, pos], dim=-1)
+    pos, exclude = _pair_indices(n, half, a.device)
     return PairwiseInfoNCE.apply(a, c, tau_tensor, tau_value, pos, exclude, columns, variant == "standard", dtype,
                                  reduction, checks if require_unit_norm else (), pairwise_tile(n, c.shape[0],
                                                                                                 chunk_size))
+
+
+@functools.lru_cache(maxsize=16)
+def _pair_indices(n, half, device):
+    """``(pos, exclude)`` of :func:`_pairwise` (read-only index tensors, kept for the next call of
+    the same shape: they are part of the fixed cost per call at small B)."""
+    own = torch.arange(n, device=device)
+    if half is None:
+        return None, own.unsqueeze(-1)
+    pos = (own + half) % n
+    return pos, torch.stack([own, pos], dim=-1)
