@@ -85,9 +85,8 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
         reduction: ``"mean"`` (CLIP's value), ``"sum"`` or ``"none"`` ((B,), one loss per pair).
         chunk_size, require_unit_norm, accumulate: as in :func:`infonce_book.losses.info_nce`
             (the candidates are the negatives; ``chunk_size`` bounds the held logits to
-            ``B x chunk_size``). Without ``gather`` the logits are streamed in tiles of rows
-            (Inf-CL's idea; memory ``O(B d + B x tile)``, forward and backward) of at most
-            ``chunk_size`` rows, and automatically above ``2^22`` logits (tiles of ``2^21``).
+            ``B x chunk_size``; without ``gather``, tiles of at most ``chunk_size`` rows, and
+            tiles of ``2^21`` logits above ``2^22``: memory ``O(B d + B x tile)``, as Inf-CL).
         gather: score the candidates of every process of ``group`` (``torch.distributed``, with
             gradients back to their owners; :func:`infonce_book.losses.gather_with_grad`); the
             local rows are the anchors. Every process must call it alike.
@@ -124,11 +123,8 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
     if not gather:
         return _pairwise(z1, z2, None, symmetric, variant, reduction, chunk_size, require_unit_norm, accumulate,
                          tau_value, tau_tensor, ((z1, "z1"), (z2, "z2")))
-    if gather:
-        c1, c2 = all_gather_with_grad(z1, group), all_gather_with_grad(z2, group)
-        offset = local_offset(B, group)
-    else:
-        c1, c2, offset = z1, z2, 0
+    c1, c2 = all_gather_with_grad(z1, group), all_gather_with_grad(z2, group)
+    offset = local_offset(B, group)
     if c2.shape[0] < 2:
         raise ValueError(f"in-batch InfoNCE needs at least 2 pairs in all (B - 1 >= 1 negatives per row), "
                          f"got B = {c2.shape[0]}")
@@ -201,11 +197,8 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
         return _pairwise(views, views, B, False, variant, reduction, chunk_size, require_unit_norm, accumulate,
                          tau_value, tau_tensor, ((z1, "z1"), (z2, "z2")))
     pairs = torch.cat([z2, z1])
-    if gather:
-        candidates = all_gather_with_grad(views, group)
-        offset = local_offset(2 * B, group)
-    else:
-        candidates, offset = views, 0
+    candidates = all_gather_with_grad(views, group)
+    offset = local_offset(2 * B, group)
     if candidates.shape[0] < 4:
         raise ValueError(f"nt_xent needs at least 2 pairs in all (2B - 2 >= 1 negatives per view), "
                          f"got B = {candidates.shape[0] // 2}")
@@ -215,7 +208,7 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
     # Checked on the gathered candidates, so that every process raises alike.
     unit_norm = ()
     if require_unit_norm:
-        unit_norm = ((candidates, "z1 and z2 (gathered)"),) if gather else ((z1, "z1"), (z2, "z2"))
+        unit_norm = ((candidates, "z1 and z2 (gathered)"),)
     return embedding_loss(views, pairs, candidates, tau_value, tau_tensor, variant == "standard", chunk_size,
                           dtype, reduction, unit_norm, exclude=exclude)
 
