@@ -163,25 +163,22 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
     tau_value, tau_tensor = split_tau(tau)
-    B = z1.shape[0]
     if not gather:
         return _pairwise(z1, z2, None, symmetric, variant, reduction, chunk_size, require_unit_norm, accumulate,
                          tau_value, tau_tensor, z1, z2)
     (c1, c2), offset = _candidates((z1, z2), group)
-    dtype = accumulation_dtype(accumulate, z1, z2)
+    dtype, B = accumulation_dtype(accumulate, z1, z2), z1.shape[0]
     if c2.shape[0] < 2:
         return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor, require_unit_norm and values_checked(),
                             "in-batch InfoNCE")
     include_positive = variant == "standard"
     (a1, a2), tau_value, tau_tensor = _anchors((z1, z2), tau_value, tau_tensor, dtype)
     exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
-    # Checked on the gathered candidates, so that every process raises alike.
-    unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()
+    unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()  # gathered: all raise alike
+    rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype,
+                          "none" if symmetric else reduction, unit_norm, exclude=exclude)
     if not symmetric:
-        return embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype, reduction,
-                              unit_norm, exclude=exclude)
-    rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
-                          unit_norm, exclude=exclude)
+        return rows
     columns = embedding_loss(a2, z1, c1, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
                              exclude=exclude)
     pairs = rows * 0.5 + columns * 0.5  # (each half first: the sum of two finite rows may overflow)
