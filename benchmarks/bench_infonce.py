@@ -541,17 +541,20 @@ def evaluate_targets(df) -> list[str]:
                    + (f" Materialised did not run: {'; '.join(fails)}." if fails else ""))
     elif fails:
         out.append(f"k = {_k_label(kmax)}: streaming ran where materialised did not ({'; '.join(fails)}): met.")
-    worst_peer = None
-    for (B, d, k), _ in df.groupby(["B", "d", "k"]):
-        s = _get(df, B, d, k, "streaming", "fb_rate")
-        for m in PEERS:
-            p = _get(df, B, d, k, m, "fb_rate")
-            if s and p and (worst_peer is None or s / p < worst_peer[0]):
-                worst_peer = (s / p, B, d, k, m)
-    if worst_peer:
-        r, B, d, k, m = worst_peer
-        out.append(f"streaming forward+backward throughput / peers' at every k where they ran: lowest "
-                   f"{r:.2f} ({m}, B={B}, d={d}, k={_k_label(k)}); target >= 1: {'met' if r >= 1 else 'missed'}.")
+    # The accepted target: >= 1 against every peer library at every size, and >= 1 against the
+    # materialised F.cross_entropy composition from B k >= 1e5 (below, the fixed cost of the
+    # argument checks decides; fused_overhead.py measures it).
+    for m, what, smallest in (("info-nce-pytorch", "every size", 0),
+                              ("materialised", "B k >= 1e5", 10**5)):
+        worst = None
+        for (B, d, k), _ in df.groupby(["B", "d", "k"]):
+            s, p = _get(df, B, d, k, "streaming", "fb_rate"), _get(df, B, d, k, m, "fb_rate")
+            if B * k >= smallest and s and p and (worst is None or s / p < worst[0]):
+                worst = (s / p, B, d, k)
+        if worst:
+            r, B, d, k = worst
+            out.append(f"streaming forward+backward throughput / {m}'s at {what} where it ran: lowest "
+                       f"{r:.2f} (B={B}, d={d}, k={_k_label(k)}); target >= 1: {'met' if r >= 1 else 'missed'}.")
     big = [k for k in sorted(df.k.unique()) if k >= 10**5]
     for col, what in (("fwd_rate", "forward"), ("fb_rate", "forward+backward")):
         worst = None

@@ -5,9 +5,10 @@ On the CPU every way a tensor's value reaches Python is counted (``item``, ``tol
 zero with it on (so the counter sees the reads it is meant to see). On a GPU (marker ``gpu``,
 skipped without CUDA) ``torch.cuda.set_sync_debug_mode("error")`` turns any synchronisation,
 a read by indexing included, into an error. Every path is covered: the fused and the chunked
-kernels, from embeddings and from similarities, with explicit, in-batch and NT-Xent negatives, a
-float and a learnable tensor temperature, the modules, the zero loss of a row without negatives,
-and float32 and bfloat16 inputs under autocast.
+kernels, from embeddings and from similarities, with explicit, in-batch and NT-Xent negatives (the
+local in-batch forms through the pairwise kernel, materialised and by row tiles via a small chunk
+size), a float and a learnable tensor temperature, the modules, the zero loss of a row without
+negatives, and float32 and bfloat16 inputs under autocast.
 """
 
 import contextlib
@@ -19,6 +20,7 @@ from torch.nn import functional as F
 from infonce_book.losses import (
     InBatchInfoNCELoss,
     NTXentLoss,
+    _pairwise,
     info_nce,
     info_nce_from_similarities,
     info_nce_in_batch,
@@ -70,11 +72,17 @@ def _cases(device, check_values=False):
         ("similarities chunked", (s_pos, s_neg), lambda s, m: info_nce_from_similarities(
             s, m, 0.1, chunk_size=50, **off)),
         ("streaming", (s_pos, s_neg, tau), lambda s, m, t: info_nce_streaming(s, m.split(100, 1), t, **off)),
-        ("in-batch fused", (z1, z2, tau), lambda a, b, t: info_nce_in_batch(a, b, t, symmetric=True, **off)),
-        ("in-batch chunked", (big1, big2, tau), lambda a, b, t: info_nce_in_batch(a, b, t, symmetric=True, **off)),
+        ("in-batch pairwise", (z1, z2, tau), lambda a, b, t: info_nce_in_batch(a, b, t, symmetric=True, **off)),
+        ("in-batch pairwise B^2 > 2^16", (big1, big2, tau), lambda a, b, t: info_nce_in_batch(
+            a, b, t, symmetric=True, **off)),
+        ("in-batch tiled", (z1, z2, tau), lambda a, b, t: info_nce_in_batch(
+            a, b, t, symmetric=True, chunk_size=7, **off)),
+        ("in-batch tiled rows", (z1, z2), lambda a, b: info_nce_in_batch(
+            a, b, 0.2, variant="decoupled", reduction="none", chunk_size=16, **off)),
         ("in-batch B = 1", (z1[:1], z2[:1], tau), lambda a, b, t: info_nce_in_batch(a, b, t, **off)),
-        ("nt_xent fused", (z1, z2), lambda a, b: nt_xent(a, b, 0.5, reduction="sum", **off)),
-        ("nt_xent chunked", (z1, z2, tau), lambda a, b, t: nt_xent(a, b, t, chunk_size=16, **off)),
+        ("nt_xent pairwise", (z1, z2), lambda a, b: nt_xent(a, b, 0.5, reduction="sum", **off)),
+        ("nt_xent tiled", (z1, z2, tau), lambda a, b, t: nt_xent(a, b, t, chunk_size=16, **off)),
+        ("nt_xent B = 1", (z1[:1], z2[:1], tau), lambda a, b, t: nt_xent(a, b, t, **off)),
         ("CLIP module", (z1, z2), clip),
         ("SimCLR module", (big1, big2), simclr),
         ("bfloat16 under autocast", (z1.bfloat16(), z2.bfloat16()),
@@ -104,6 +112,22 @@ def test_no_value_is_read_on_the_host_without_value_checks(monkeypatch, name, in
     assert calls == []
     assert all(x.grad is not None for x in xs)
     assert bool(torch.isfinite(out).all())  # read after the count: the loss is a number
+
+
+TILED = [c for c in CPU_CASES if "tiled" in c[0] or "module" in c[0]]
+
+
+@pytest.mark.parametrize("name, inputs, loss", TILED, ids=[c[0] for c in TILED])
+def test_the_local_in_batch_cases_run_the_pairwise_kernel(monkeypatch, name, inputs, loss):
+    """The cases above named "tiled" go through the tiles of the pairwise kernel (forward and
+    backward), the modules through the kernel (so the counts above cover the new kernel)."""
+    seen = []
+    for fn in ("tiled_forward", "tiled_backward", "materialised_forward"):
+        original = getattr(_pairwise, fn)
+        monkeypatch.setattr(_pairwise, fn, lambda *a, _f=original, _n=fn, **k: seen.append(_n) or _f(*a, **k))
+    _run(inputs, loss)
+    want = {"tiled_forward", "tiled_backward"} if "tiled" in name else {"materialised_forward"}
+    assert set(seen) == want
 
 
 def test_the_counter_sees_the_reads_of_the_value_checks(monkeypatch):

@@ -79,7 +79,8 @@ batch of an epoch.
 ``backend="aot_eager"``). With ``check_values=True`` every value read on the host is a graph break
 (several per call: the checks, a tensor ``tau``'s value, the loss's finiteness). With
 ``check_values=False`` and a float or a tensor ``tau``, the fused and the chunked paths of every
-form compile without a graph break (measured with ``torch._dynamo.explain`` on inputs that need
+form, and the pairwise kernel of the local in-batch forms (materialised and by row tiles, its
+custom autograd function included), compile without a graph break (measured with ``torch._dynamo.explain`` on inputs that need
 gradients), except on the first call of the fused path for a new dtype and device, whose backward
 pass caches a constant zero (a side effect that breaks the graph once); ``gather=True`` (the
 collectives) was not measured.

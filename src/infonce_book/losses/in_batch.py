@@ -25,6 +25,8 @@ negative: its standard loss is exactly 0, with zero gradient; the decoupled vari
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from ..utils.validation import check_bool, check_float_tensor, check_unit_norm
@@ -35,6 +37,7 @@ from ._common import (
     check_options,
     finite_loss,
     fold_temperature,
+    inverse_temperature,
     split_tau,
     values_checked,
     without_autocast,
@@ -42,6 +45,7 @@ from ._common import (
 )
 from ._embedding import embedding_loss
 from ._gather import all_gather_with_grad, local_offset
+from ._pairwise import PairwiseInfoNCE, pairwise_tile
 
 __all__ = ["info_nce_in_batch", "nt_xent"]
 
@@ -65,12 +69,10 @@ def _check_options(variant, reduction, chunk_size, require_unit_norm, gather):
     return check_chunk_size(chunk_size)
 
 
-def _candidates(xs, gather, group):
-    """``(candidates, offset)``: each of ``xs`` gathered from every process (``gather``) or itself,
-    and the first row of this process's own slice."""
-    if gather:
-        return [all_gather_with_grad(x, group) for x in xs], local_offset(xs[0].shape[0], group)
-    return [_alias_when_compiling(x) for x in xs], 0
+def _candidates(xs, group):
+    """``(candidates, offset)``: each of ``xs`` gathered from every process of ``group``, and the
+    first row of this process's own slice."""
+    return [all_gather_with_grad(x, group) for x in xs], local_offset(xs[0].shape[0], group)
 
 
 def _anchors(xs, tau_value, tau_tensor, dtype):
@@ -124,7 +126,8 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
         reduction: ``"mean"`` (CLIP's value), ``"sum"`` or ``"none"`` ((B,), one loss per pair).
         chunk_size, require_unit_norm, accumulate: as in :func:`infonce_book.losses.info_nce`
             (the candidates are the negatives; ``chunk_size`` bounds the held logits to
-            ``B x chunk_size``).
+            ``B x chunk_size``; without ``gather``, tiles of at most ``chunk_size`` rows, and
+            tiles of ``2^21`` logits above ``2^22``: memory ``O(B d + B x tile)``, as Inf-CL).
         gather: score the candidates of every process of ``group`` (``torch.distributed``, with
             gradients back to their owners; :func:`infonce_book.losses.gather_with_grad`); the
             local rows are the anchors. Every process must call it alike.
@@ -160,22 +163,22 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
     tau_value, tau_tensor = split_tau(tau)
-    B = z1.shape[0]
-    (c1, c2), offset = _candidates((z1, z2), gather, group)
-    dtype = accumulation_dtype(accumulate, z1, z2)
+    if not gather:
+        return _pairwise(z1, z2, None, symmetric, variant, reduction, chunk_size, require_unit_norm, accumulate,
+                         tau_value, tau_tensor, z1, z2)
+    (c1, c2), offset = _candidates((z1, z2), group)
+    dtype, B = accumulation_dtype(accumulate, z1, z2), z1.shape[0]
     if c2.shape[0] < 2:
         return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor, require_unit_norm and values_checked(),
                             "in-batch InfoNCE")
     include_positive = variant == "standard"
     (a1, a2), tau_value, tau_tensor = _anchors((z1, z2), tau_value, tau_tensor, dtype)
     exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
-    # Checked on the gathered candidates, so that every process raises alike.
-    unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()
+    unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()  # gathered: all raise alike
+    rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype,
+                          "none" if symmetric else reduction, unit_norm, exclude=exclude)
     if not symmetric:
-        return embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype, reduction,
-                              unit_norm, exclude=exclude)
-    rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
-                          unit_norm, exclude=exclude)
+        return rows
     columns = embedding_loss(a2, z1, c1, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
                              exclude=exclude)
     pairs = rows * 0.5 + columns * 0.5  # (each half first: the sum of two finite rows may overflow)
@@ -203,7 +206,7 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
             or ``"none"`` ((2B,), the views of ``z1`` first, then those of ``z2``).
         chunk_size, require_unit_norm, accumulate: as in :func:`infonce_book.losses.info_nce`
             (the 2B views are the candidates; ``chunk_size`` bounds the held logits to
-            ``2B x chunk_size``).
+            ``2B x chunk_size``; tiles as in :func:`info_nce_in_batch`).
         gather, group: as in :func:`info_nce_in_batch` (the local 2B views are the anchors,
             the views of every process the candidates).
         check_values: as in :func:`infonce_book.losses.info_nce` (default True; False reads no
@@ -234,8 +237,11 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
     tau_value, tau_tensor = split_tau(tau)
     B = z1.shape[0]
     views = torch.cat([z1, z2])
+    if not gather:
+        return _pairwise(views, views, B, False, variant, reduction, chunk_size, require_unit_norm, accumulate,
+                         tau_value, tau_tensor, z1, z2)
     pairs = torch.cat([z2, z1])
-    (candidates,), offset = _candidates((views,), gather, group)
+    (candidates,), offset = _candidates((views,), group)
     dtype = accumulation_dtype(accumulate, z1, z2)
     if candidates.shape[0] < 4:
         return _single_pair(variant, 2 * B, dtype, reduction, z1, z2, tau_tensor,
@@ -246,6 +252,41 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
     # Checked on the gathered candidates, so that every process raises alike.
     unit_norm = ()
     if require_unit_norm and values_checked():
-        unit_norm = ((candidates, "z1 and z2 (gathered)"),) if gather else ((z1, "z1"), (z2, "z2"))
+        unit_norm = ((candidates, "z1 and z2 (gathered)"),)
     return embedding_loss(anchors, pairs, candidates, tau_value, tau_tensor, variant == "standard", chunk_size,
                           dtype, reduction, unit_norm, exclude=exclude)
+
+
+def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_norm, accumulate, tau_value,
+              tau_tensor, z1, z2):
+    """The local (``gather=False``) in-batch loss in one kernel over the logits ``a c^T / tau``
+    (:class:`._pairwise.PairwiseInfoNCE`): CLIP's form (``half`` None: the positive of row i is
+    column i) or NT-Xent's (``a = c`` the 2B views, ``half = B``: the positive of view i is view
+    i + B mod 2B, and the view itself is left out too). One pair in all (``B = 1``, no negative)
+    never reaches the kernel: :func:`_single_pair`. Without value checks the unit norms are not
+    read and a tensor tau not read on the host is folded into ``a`` (:func:`_anchors`)."""
+    dtype = accumulation_dtype(accumulate, z1, z2)
+    checked = require_unit_norm and values_checked()
+    if z1.shape[0] < 2:
+        rows, what = (z1.shape[0], "in-batch InfoNCE") if half is None else (2 * z1.shape[0], "nt_xent")
+        return _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor, checked, what)
+    (a,), tau_value, tau_tensor = _anchors((a,), tau_value, tau_tensor, dtype)
+    c = _alias_when_compiling(c)  # (NT-Xent: the views are the anchors and the candidates)
+    inverse_temperature(tau_value, dtype)
+    n = a.shape[0]
+    indices = _pair_indices.__wrapped__ if torch.compiler.is_compiling() else _pair_indices  # (dynamo: no cache)
+    pos, exclude = indices(n, half, a.device)
+    checks = ((z1, "z1"), (z2, "z2")) if checked else ()
+    return PairwiseInfoNCE.apply(a, c, tau_tensor, tau_value, pos, exclude, columns, variant == "standard", dtype,
+                                 reduction, checks, pairwise_tile(n, c.shape[0], chunk_size))
+
+
+@functools.lru_cache(maxsize=16)
+def _pair_indices(n, half, device):
+    """``(pos, exclude)`` of :func:`_pairwise` (read-only index tensors, kept for the next call of
+    the same shape: they are part of the fixed cost per call at small B)."""
+    own = torch.arange(n, device=device)
+    if half is None:
+        return None, own.unsqueeze(-1)
+    pos = (own + half) % n
+    return pos, torch.stack([own, pos], dim=-1)

@@ -1,0 +1,190 @@
+"""The in-batch kernel: InfoNCE over the pairwise logits ``Y = beta A C^T`` of two sets of embeddings,
+by rows and (CLIP's symmetric loss) by columns, in one custom autograd function.
+
+Row ``i`` has anchor ``A_i``, positive ``C_{pos(i)}`` and negatives the columns that ``exclude``
+does not leave out (the positive always is): ``l_i = softplus(R_i)`` (standard) or ``R_i``
+(decoupled) with ``R_i = log sum_{j neg} e^{Y_ij} - beta <A_i, C_pos(i)>``. The softplus form keeps
+a tiny loss exact in relative terms, which ``F.cross_entropy`` over the whole row loses. Column
+``j`` (``columns=True``, square ``A C^T`` with ``pos`` the identity) is the same with ``C_j`` as
+anchor and the ``A_i``, ``i != j``, as candidates, read from the same ``Y``.
+
+One matrix multiply forward, two backward, whichever directions are taken: with the row factors
+``F_i = g_i s_i beta`` (``s_i = sigmoid(R_i)``, or 1 decoupled) and the softmax weights ``q`` over
+each row's (``q'``: column's) negatives, ``G = F q + q' F'`` (columns scaled by ``F'``) and
+``grad A = G C - w C_pos``, ``grad C = G^T A - (w A)`` scattered to the positives, where ``w`` is
+the sum of the factors a positive similarity gets; ``grad tau = -beta <A, grad A>``. ``F`` is
+formed as ``(s beta) g``, so a weight that underflowed to 0 never meets an overflowed factor (as in
+:mod:`._fused`).
+
+Memory: materialised (one (n, m) tile) it saves the two weight matrices; tiled
+(:mod:`._tiled`, ``tile`` rows at a time) it saves only (n,) and (m,) log-sum-exps and recomputes
+each tile's logits in the backward pass, so that at most ``tile x m`` logits are held, forward and
+backward (the idea of Inf-CL, Cheng et al. 2024). A backward pass that must itself be
+differentiable (``create_graph``) goes through :func:`._logsumexp.embedding_lse_plain`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._backward import differentiable_backward
+from ._common import autocast_off, check_finite_loss, finite_reduction, reduce
+from ._logsumexp import embedding_lse_plain
+from ._norm_checks import norm_range, raise_unless_checks_pass
+from ._tiled import tiled_backward, tiled_forward
+
+__all__ = ["PAIRWISE_MAX_LOGITS", "PairwiseInfoNCE", "materialised_forward", "pairwise_tile"]
+
+_NEG_INF = float("-inf")
+
+#: Above this many logits (``n m``; 2^22 is 16 MiB in float32, B = 2048 for CLIP's loss, 1024 for
+#: NT-Xent's) the kernel goes tile by tile. On a CPU that is also faster: a fresh matrix of 64 MiB
+#: or more costs its page faults on every call (about as much as a pass over it), a reused tile
+#: does not (B = 4096, d = 128, one thread: 0.8 of the materialised form's time, measured with
+#: ``benchmarks/bench_in_batch.py``'s inputs).
+PAIRWISE_MAX_LOGITS = 2**22
+#: The logits one tile holds when tiling is automatic (``2^21``: 8 MiB in float32).
+TILE_LOGITS = 2**21
+
+
+def pairwise_tile(n: int, m: int, chunk_size: int | None) -> int:
+    """Rows per tile: ``n`` (materialised) unless ``n m`` exceeds :data:`PAIRWISE_MAX_LOGITS`
+    (then ``2^21 / m`` rows, at least 1) or ``chunk_size`` (at most ``chunk_size`` rows, i.e. at
+    most ``chunk_size x m`` logits held) is smaller."""
+    tile = n if n * m <= PAIRWISE_MAX_LOGITS else max(1, TILE_LOGITS // m)
+    return tile if chunk_size is None else min(tile, chunk_size)
+
+
+class PairwiseInfoNCE(torch.autograd.Function):
+    """The reduced in-batch loss over ``Y = beta A C^T`` (module docstring).
+
+    Args of :meth:`forward`: ``A`` (n, d), ``C`` (m, d); ``tau_tensor`` (0-d, or None);
+    ``tau`` (float); ``pos`` (n,) column of each row's positive; ``exclude`` (n, e) columns left
+    out of each row (the positive among them); ``columns``: also the column losses (CLIP's
+    symmetric form: each pair's loss is the mean of its row's and its column's); ``include_positive``
+    (standard); ``dtype``; ``reduction``; ``checks``: ``(tensor, name)`` pairs that must have rows
+    of unit norm (read with the loss in one synchronisation); ``tile``: rows per tile.
+    """
+
+    @staticmethod
+    def forward(ctx, A, C, tau_tensor, tau, pos, exclude, columns, include_positive, dtype, reduction, checks,
+                tile):
+        lohi = norm_range([x for x, _ in checks]) if checks else ()
+        a_beta = _as(A, dtype) * (1.0 / tau)
+        c = _as(C, dtype)
+        keep = any(ctx.needs_input_grad[:3])
+        if tile >= A.shape[0]:
+            r_rows, r_cols, saved = materialised_forward(a_beta, c, exclude, columns, keep)
+        else:
+            r_rows, r_cols, saved = tiled_forward(a_beta, c, exclude, columns, tile)
+        if columns:  # both directions in one (2, n) tensor: a pair's loss is the mean of its two
+            r = torch.stack([r_rows, r_cols])
+            both = _softplus(r) if include_positive else r
+            per = None if reduction == "mean" else torch.add(both[0] * 0.5, both[1], alpha=0.5)
+            out = both.mean() if per is None else reduce(per, reduction)
+        else:
+            r = r_rows
+            per = _softplus(r) if include_positive else r
+            out = reduce(per, reduction)
+            if out is r:  # reduction "none", decoupled: a copy, which the caller may change in place
+                out = out.clone()
+        if not raise_unless_checks_pass(checks, lohi, out):  # a row beyond the range, or a sum that overflows
+            if per is None:  # (each half first: the sum of two finite losses may overflow)
+                per = torch.add(both[0] * 0.5, both[1], alpha=0.5)
+            check_finite_loss(per, dtype, tau)
+            out = finite_reduction(out, per, reduction, dtype, tau, known_finite=False)
+        ctx.save_for_backward(A, C, tau_tensor, a_beta, r, *saved)
+        ctx.opts = (tau, pos, exclude, columns, include_positive, dtype, reduction, tile)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        A, C, tau_tensor, a_beta, r, *saved = ctx.saved_tensors
+        tau, pos, exclude, columns, include_positive, dtype, reduction, tile = ctx.opts
+        if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
+            def recompute(a_, c_, t_):
+                return _plain_loss(a_, c_, tau if t_ is None else t_, pos, exclude, columns, include_positive,
+                                   dtype, reduction)
+            return differentiable_backward(recompute, (A, C, tau_tensor), ctx.needs_input_grad[:3],
+                                           grad) + (None,) * 9
+        with autocast_off(grad.device.type):
+            grads = _backward(ctx, grad, A, C, a_beta, r, saved)
+        return grads + (None,) * 9
+
+
+def materialised_forward(a_beta, c, exclude, columns, keep_weights):
+    """``(R_rows, R_columns or None, saved)`` over the whole (n, m) logit matrix: ``R`` per row
+    (column) over its negatives, ``R = (max_j y_j - s) - log max_j q_j`` with ``q`` the softmax
+    over the negatives and ``s`` the positive's logit (``exclude``'s last column), taken from the
+    same product so that it is rounded as the others: the difference of two logits comes first,
+    and equal logits give exactly ``log(count)``. ``saved``: the softmax weights of the rows (and
+    columns) when ``keep_weights``."""
+    y = torch.mm(a_beta, c.T)
+    s = y.gather(1, exclude[:, -1:]).squeeze(-1)  # (n,)
+    y.scatter_(1, exclude, _NEG_INF)
+    q = torch.softmax(y, dim=1)  # (the softmax is the same for the centred logits)
+    r_rows = (y.amax(dim=1) - s).sub_(q.amax(dim=1).log_())
+    saved = (q,) if keep_weights else ()
+    r_cols = None
+    if columns:  # square, the positives on the diagonal: column j centred by s_j
+        q = torch.softmax(y, dim=0)
+        r_cols = (y.amax(dim=0) - s).sub_(q.amax(dim=0).log_())
+        if keep_weights:
+            saved += (q,)
+    return r_rows, r_cols, saved
+
+
+def _backward(ctx, grad, A, C, a_beta, r, saved):
+    """``(grad A, grad C, grad tau)`` (formulas in the module docstring). The positive's own
+    entry of ``G`` (0 in ``G``: its logit was left out) is set to ``-w``, so that the two products
+    ``G C`` and ``G^T A`` carry the positives' terms too."""
+    tau, pos, exclude, columns, include_positive, dtype, reduction, tile = ctx.opts
+    need_a, need_c, need_tau = ctx.needs_input_grad[:3]
+    beta = 1.0 / tau
+    n = A.shape[0]
+    # F per row: (c s) g with c = beta (/ n for the mean; halved per direction for the symmetric form)
+    c = beta / n if reduction == "mean" else beta
+    cg = _as(grad, dtype) * (c * 0.5 if columns else c)
+    f = _factor(r, cg, include_positive)  # (n,), or (2, n) for rows and columns
+    f_rows, f_cols = (f[0], f[1]) if columns else (f, None)
+    neg_w = f.sum(dim=0).neg_() if columns else torch.neg(f)
+    a, cc = _as(A, dtype), _as(C, dtype)
+    if tile >= n:
+        g = saved[0] * f_rows.unsqueeze(-1)
+        if f_cols is not None:
+            g.addcmul_(saved[1], f_cols.unsqueeze(0))
+        g.scatter_(1, exclude[:, -1:], neg_w.unsqueeze(-1))
+        grad_a = torch.mm(g, cc) if need_a or need_tau else None
+        grad_c = torch.mm(g.T, a) if need_c else None
+    else:
+        grad_a, grad_c = tiled_backward(a_beta, a, cc, exclude, f_rows, f_cols, neg_w, saved[0], saved[1], tile,
+                                        need_c)
+    grad_tau = -(torch.linalg.vecdot(a, grad_a).sum() * beta).reshape(()) if need_tau else None
+    return (grad_a.to(A.dtype) if need_a else None), (grad_c.to(C.dtype) if need_c else None), grad_tau
+
+
+def _factor(r, cg, include_positive):
+    """``F = (c s) g`` per row (``r``: (n,) or (2, n); ``cg = c g``, 0-d or (n,))."""
+    if include_positive:
+        return torch.sigmoid(r).mul_(cg)
+    return cg.expand(r.shape)
+
+
+def _plain_loss(a, c, tau, pos, exclude, columns, include_positive, dtype, reduction):
+    """The reduced loss with plain torch operations over the materialised logits (any order of
+    derivatives): rows, and columns as rows of the transposed problem."""
+    p = c if pos is None else c[pos]
+    rows = embedding_lse_plain(a, p, c, tau, include_positive, dtype, exclude)
+    if columns:
+        cols = embedding_lse_plain(c, a, a, tau, include_positive, dtype, exclude)
+        rows = rows * 0.5 + cols * 0.5
+    return reduce(rows, reduction)
+
+
+def _as(x, dtype):
+    return x if x.dtype == dtype else x.to(dtype)
+
+
+def _softplus(x):
+    """``log(1 + e^x)``, exact in relative terms for very negative ``x`` (as in :mod:`._fused`)."""
+    return torch.nn.functional.softplus(x, beta=1.0, threshold=40.0)
