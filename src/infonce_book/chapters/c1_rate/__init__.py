@@ -38,5 +38,4 @@ __all__ = ["HEADERS",
            "exercise_values", "fig_bias_vs_k", "fig_bounds_vs_k", "fig_c1_heatmap", "fig_in_batch",
            "fig_k_bias_by_variant", "in_batch_exact", "in_batch_monte_carlo", "ledger_bounds", "ledger_exact",
            "ledger_in_batch", "ledger_monte_carlo", "ledger_sweep", "ledger_third_order", "monte_carlo",
-           "ntxent_richardson", "parameters_summary", "richardson_c1", "setup", "third_order_table"]
-__all__ += ["fig_idea"]
+           "ntxent_richardson", "parameters_summary", "richardson_c1", "setup", "third_order_table", "fig_idea"]

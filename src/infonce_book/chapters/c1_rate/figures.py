@@ -10,7 +10,7 @@ import seaborn as sns
 
 from ...theory.stats import normal_quantile
 
-__all__ = ["fig_bias_vs_k", "fig_bounds_vs_k", "fig_c1_heatmap", "fig_in_batch", "fig_k_bias_by_variant"]
+__all__ = ["fig_bias_vs_k", "fig_bounds_vs_k", "fig_c1_heatmap", "fig_in_batch", "fig_k_bias_by_variant", "fig_idea"]
 
 
 def fig_in_batch(exact: pd.DataFrame, mc: pd.DataFrame, *, title: str = ""):
@@ -169,5 +169,3 @@ def fig_idea(k: int = 8, *, seed: int = 3):
     fig.tight_layout()
     return fig
 
-
-__all__ += ["fig_idea"]

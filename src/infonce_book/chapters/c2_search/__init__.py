@@ -38,5 +38,4 @@ __all__ = ["HEADERS",
            "exercise_values", "fig_gaussian", "fig_k_gap", "fig_retrieval_accuracy", "fig_search_vs_risk",
            "gaussian_gap", "gaussian_gap_monte_carlo", "ledger_bayes", "ledger_constants", "ledger_enumeration",
            "ledger_exact", "ledger_gaussian", "ledger_monte_carlo", "ledger_retrieval", "retrieval",
-           "retrieval_summary", "retrieval_values", "setup"]
-__all__ += ["fig_idea"]
+           "retrieval_summary", "retrieval_values", "setup", "fig_idea"]

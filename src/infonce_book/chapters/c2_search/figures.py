@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-__all__ = ["fig_gaussian", "fig_k_gap", "fig_retrieval_accuracy", "fig_search_vs_risk"]
+__all__ = ["fig_gaussian", "fig_k_gap", "fig_retrieval_accuracy", "fig_search_vs_risk", "fig_idea"]
 
 
 def fig_search_vs_risk(tables: dict):
@@ -131,5 +131,3 @@ def fig_idea(kappa: float = 4.0, tau: float = 0.5, k: int = 8):
     fig.tight_layout()
     return fig
 
-
-__all__ += ["fig_idea"]

@@ -30,5 +30,4 @@ __all__ = ["HEADERS",
            "SIZES", "STEM", "TemperatureSetup", "approximation_gain_monte_carlo", "approximation_table",
            "decoupled_minimisers", "embedding_label", "exercise_values", "fig_gap_vs_tau", "fig_kl_vs_tau", "gap_across_taus",
            "gap_summary", "kl_sweep", "learned_tau", "ledger_approximation", "ledger_decoupled", "ledger_gap",
-           "ledger_kl_and_tau", "ledger_sharp_kl", "setup", "sharp_kl_check"]
-__all__ += ["fig_idea"]
+           "ledger_kl_and_tau", "ledger_sharp_kl", "setup", "sharp_kl_check", "fig_idea"]

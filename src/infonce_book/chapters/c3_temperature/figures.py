@@ -11,7 +11,7 @@ import seaborn as sns
 
 from .runners import gap_summary
 
-__all__ = ["embedding_label", "fig_gap_vs_tau", "fig_kl_vs_tau"]
+__all__ = ["embedding_label", "fig_gap_vs_tau", "fig_kl_vs_tau", "fig_idea"]
 
 
 def fig_gap_vs_tau(table):
@@ -103,5 +103,3 @@ def fig_idea(taus=(2.0, 0.5, 0.2)):
     fig.tight_layout()
     return fig
 
-
-__all__ += ["fig_idea"]
