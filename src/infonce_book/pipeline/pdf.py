@@ -57,6 +57,7 @@ from .editions import EDITIONS
 from .pdf_assemble import assemble_pdf
 from .pdf_links import dest_table, resolve_links
 from .pdf_pages import MARGIN_MM, PAPERS, Paper, stamp_footers
+from .tex_text import tex_to_text
 from .toc import chapters
 
 #: Where a chromium executable is looked for, after ``INFONCE_BOOK_CHROMIUM``.
@@ -190,24 +191,15 @@ _HEADINGS = r"""() => {
   return out;
 }"""
 
-_GREEK = {name: chr(code) for name, code in (
-    ("alpha", 0x3b1), ("beta", 0x3b2), ("gamma", 0x3b3), ("delta", 0x3b4), ("kappa", 0x3ba),
-    ("lambda", 0x3bb), ("mu", 0x3bc), ("nu", 0x3bd), ("pi", 0x3c0), ("sigma", 0x3c3), ("tau", 0x3c4),
-    ("phi", 0x3c6), ("infty", 0x221e), ("to", 0x2192), ("le", 0x2264), ("ge", 0x2265))}
-
-
-_SUBSCRIPT = str.maketrans("0123456789", "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089")
-
 
 def plain_title(title: str) -> str:
     """A page's ``<title>`` as plain text for PDF bookmarks and footers: without the book's name
-    and without TeX (``\\(O(1/k)\\)`` -> ``O(1/k)``, ``\\tau`` -> ``τ``, ``c_1`` -> ``c₁``; other
-    commands lose their backslash)."""
+    and with each math fragment (between ``\\(``...``\\)`` or ``$``) as Unicode text by
+    :func:`.tex_text.tex_to_text`, the converter of the web's titles (``\\(O(1/k)\\)`` ->
+    ``O(1/k)``, ``\\tau`` -> ``τ``, ``c_1`` -> ``c₁``)."""
     text = title.split(" \u2014 ")[0]
-    text = re.sub(r"\\[()\[\]]|\$", "", text)
-    text = re.sub(r"\\([A-Za-z]+)", lambda m: _GREEK.get(m.group(1), m.group(1)), text)
-    text = re.sub(r"_\{?(\d+)\}?", lambda m: m.group(1).translate(_SUBSCRIPT), text)
-    return re.sub(r"[{}]", "", text).strip()
+    text = re.sub(r"\\\((.*?)\\\)|\$(.*?)\$", lambda m: tex_to_text(m.group(1) or m.group(2) or ""), text)
+    return text.strip()
 
 
 @dataclass
