@@ -20,7 +20,7 @@ def project(tmp_path):
 
 def test_chapters_are_the_toc_notebooks(project):
     assert list(pipeline.chapters(project)) == ["ok", "bad"]
-    with pytest.raises(pipeline.UnknownChapter, match="the chapters are: ok, bad"):
+    with pytest.raises(pipeline.UnknownChapter, match="the executable pages are: ok, bad"):
         pipeline.resolve_chapter("nope", project)
 
 
@@ -61,7 +61,7 @@ def test_cli_run_exits_non_zero_on_a_failing_cell(project):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["run", "nope", "--device", "cpu"], "unknown chapter 'nope'; the chapters are: c1_rate"),
+    (["run", "nope", "--device", "cpu"], "unknown chapter 'nope'; the executable pages are: c1_rate"),
     (["run", "c1_rate", "--profile", "huge"], "invalid choice: 'huge'"),
     (["run", "c1_rate", "--device", "tpu"], "--device must be one of"),
     (["run", "c1_rate", "--seed", "-1"], "--seed must be an integer >= 0"),

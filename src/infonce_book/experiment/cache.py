@@ -12,23 +12,12 @@ import functools
 import hashlib
 import io
 import json
-from pathlib import Path
 
 import pandas as pd
 
-from .paths import atomic_write_bytes, cache_dir
+from .paths import atomic_write_bytes, cache_dir, source_hash
 
 __all__ = ["cached", "source_hash"]
-
-
-def source_hash() -> str:
-    """SHA-256 of every ``.py`` file of the package (name and content)."""
-    h = hashlib.sha256()
-    pkg = Path(__file__).resolve().parents[1]
-    for p in sorted(pkg.rglob("*.py")):
-        h.update(str(p.relative_to(pkg)).encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def _key_default(obj):

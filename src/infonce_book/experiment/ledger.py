@@ -57,11 +57,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import pandas as pd
-from tabulate import tabulate
-
-from ..theory.stats import Estimate
 from .paths import atomic_write_text, ledger_dir
+
+# pandas, tabulate and the theory's Estimate (scipy, torch) are imported where they are used:
+# `infonce-book ledger` reads and prints records without them (tests/pipeline/test_cli_light.py).
 
 FIELDS = ("claim", "id", "chapter", "params", "quantity", "predicted", "measured", "ci_low",
           "ci_high", "passed", "profile", "device", "seed", "se", "n", "level", "kind", "rule", "verdict")
@@ -309,6 +308,8 @@ class Ledger:
         rule = Rule.two_sided() if rule is None else rule
         if not isinstance(rule, Rule):
             raise TypeError(f"record {id!r}: rule must be a Rule, got {type(rule).__name__}")
+        from ..theory.stats import Estimate
+
         se = n = level = None
         if isinstance(measured, Estimate):
             lo, hi = measured.ci
@@ -344,6 +345,8 @@ class Ledger:
 
     def table(self):
         """The records as a pandas DataFrame (for display in the chapter)."""
+        import pandas as pd
+
         return pd.DataFrame([asdict(r) for r in self.records], columns=FIELDS)
 
 
@@ -387,6 +390,8 @@ def summary_line(records: list[dict]) -> str:
 
 def format_table(records: list[dict]) -> str:
     """Records as a plain-text table for people."""
+    from tabulate import tabulate
+
     rows = [[r["chapter"], r["id"], r["quantity"], f"{r['predicted']:.6g}", f"{r['measured']:.6g}",
              f"[{r['ci_low']:.6g}, {r['ci_high']:.6g}]", r.get("kind", "two-sided"), verdict(r),
              r["profile"], r["device"], r["seed"]] for r in records]

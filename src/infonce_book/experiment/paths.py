@@ -1,8 +1,9 @@
-"""Where things live: the project root, the build folder, the ledger and the cache; and which
-commit of the project is running (:func:`git_commit`)."""
+"""Where things live: the project root, the build folder, the ledger and the cache; which commit
+of the project is running (:func:`git_commit`), and a hash of its source (:func:`source_hash`)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -24,6 +25,22 @@ def project_root(start: Path | None = None) -> Path:
         if (p / "_toc.yml").is_file() and (p / "book").is_dir():
             return p
     return here
+
+
+def source_hash(directory: Path | None = None) -> str:
+    """SHA-256 of every ``.py`` file under ``directory`` (its name relative to ``directory``, then its
+    content), in sorted order; ``directory`` defaults to the installed package ``infonce_book``.
+
+    The one source hash of the project: the experiment cache keys on the package's
+    (:func:`infonce_book.experiment.cache.cached`), the pipeline's skip key on ``<root>/src``
+    (:func:`infonce_book.pipeline.execute.run_chapter`; jupyter-cache keys ignore imported code).
+    """
+    base = Path(directory) if directory is not None else Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for p in sorted(base.rglob("*.py")):
+        h.update(p.relative_to(base).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
 
 
 def build_dir() -> Path:

@@ -2,6 +2,8 @@
 and which of them are chapters.
 
 * :func:`toc_files` -- every page, in order (``book/intro``, ``book/c1_rate``, ...);
+* :func:`toc_pages` -- every page after the root with the caption of its part; the part captioned
+  :data:`BACK_MATTER` holds pages that are not chapters;
 * :func:`chapter_stems` -- the chapters: the pages of the numbered parts, in order. Each has a
   package ``infonce_book.chapters.<stem>`` and a test file ``tests/chapters/test_<stem>.py``;
   nothing else lists them (the pipeline, the layout test and the citation page derive theirs
@@ -20,7 +22,11 @@ import yaml
 
 from .paths import project_root
 
-__all__ = ["toc_files", "chapter_stems"]
+__all__ = ["BACK_MATTER", "chapter_stems", "toc_files", "toc_pages"]
+
+#: The caption (lower case) of the ``_toc.yml`` part whose pages are not chapters: no rerun box, no
+#: citation entry, even when one of them executes code.
+BACK_MATTER = "back matter"
 
 
 def _toc(root: Path | None) -> dict:
@@ -48,6 +54,24 @@ def toc_files(root: Path | None = None) -> list[str]:
     walk(toc.get("chapters"))
     for part in toc.get("parts", []) or []:
         walk(part.get("chapters"))
+    return out
+
+
+def toc_pages(root: Path | None = None) -> list[tuple[str, str]]:
+    """``(file, part caption)`` for every page of ``_toc.yml`` after the root, in order (caption
+    ``""`` outside parts)."""
+    toc = _toc(root)
+    out: list[tuple[str, str]] = []
+
+    def walk(entries, caption):
+        for e in entries or []:
+            if "file" in e:
+                out.append((e["file"], caption))
+            walk(e.get("sections"), caption)
+
+    walk(toc.get("chapters"), "")
+    for part in toc.get("parts", []) or []:
+        walk(part.get("chapters"), str(part.get("caption", "")))
     return out
 
 

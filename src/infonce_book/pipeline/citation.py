@@ -27,8 +27,7 @@ import nbformat
 import yaml
 
 from .. import __version__
-
-BACK_MATTER = "back matter"  # the _toc.yml part whose pages get no chapter entry
+from ..experiment.toc import BACK_MATTER, toc_pages
 
 
 @dataclass(frozen=True)
@@ -83,23 +82,6 @@ def page_title(path: Path) -> str:
         if not in_fence and line.startswith("# "):
             return line[2:].strip()
     raise ValueError(f"{path} has no level-1 heading ('# Title'): every page of the book needs one")
-
-
-def toc_pages(root: Path) -> list[tuple[str, str]]:
-    """``(file, part caption)`` for every page of ``_toc.yml`` after the root, in order."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    out: list[tuple[str, str]] = []
-
-    def walk(entries, caption):
-        for e in entries or []:
-            if "file" in e:
-                out.append((e["file"], caption))
-            walk(e.get("sections"), caption)
-
-    walk(toc.get("chapters"), "")
-    for part in toc.get("parts", []) or []:
-        walk(part.get("chapters"), str(part.get("caption", "")))
-    return out
 
 
 def citable_pages(root: Path) -> list[tuple[str, str]]:

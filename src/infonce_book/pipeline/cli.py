@@ -17,13 +17,22 @@ import signal
 import sys
 from pathlib import Path
 
-from ..experiment.ledger import format_table, load_records
+# Standard library only at import time: `--help`, a bad argument, `chapters` and `ledger` answer in
+# well under a second, without torch, scipy or pandas (tests/pipeline/test_cli_light.py), and a
+# core-only install (no [book] extra) gets a message, not a traceback. What a command needs is
+# imported where it runs.
 from ..experiment.paths import project_root
 from ..experiment.profiles import PROFILES
-from ..utils.device import DEVICES
-from . import pdf as pdf_build
-from . import run as pipeline
 from . import timings
+from .editions import EDITIONS
+from .pdf_pages import PAPERS
+
+#: The accepted ``--device`` names (and ``cuda:N``); :data:`infonce_book.utils.device.DEVICES`, which
+#: imports torch (a test checks that the two agree).
+DEVICES = ("auto", "cpu", "cuda")
+
+#: What a core-only install (``pip install infonce-book``) lacks for the command: the extra to add.
+BOOK_EXTRA = "infonce-book[book]"
 
 
 def _seed(value: str) -> int:
@@ -59,14 +68,14 @@ def _parser() -> argparse.ArgumentParser:
     common(r)
     b = sub.add_parser("build", help="execute every chapter (skipping unchanged ones) and build _build/html")
     common(b)
-    b.add_argument("--edition", choices=pipeline.EDITIONS, default="web",
+    b.add_argument("--edition", choices=EDITIONS, default="web",
                    help="web (default: _build/html) or students (no solutions: _build/html-students)")
     pd = sub.add_parser("pdf", help="print the HTML build to _build/pdf (book.pdf and one PDF per chapter)")
     pd.add_argument("--build-dir", type=Path, default=None, help="build folder (default: _build)")
-    pd.add_argument("--edition", choices=pipeline.EDITIONS, default="web",
+    pd.add_argument("--edition", choices=EDITIONS, default="web",
                     help="web (default: _build/html to _build/pdf) or students (_build/html-students, "
                          "after `make book-students`, to _build/pdf-students)")
-    pd.add_argument("--paper", choices=sorted(pdf_build.PAPERS), default="a4", help="paper size (default: a4)")
+    pd.add_argument("--paper", choices=sorted(PAPERS), default="a4", help="paper size (default: a4)")
     tm = sub.add_parser("timings", help="record the chapter times (README table, rerun boxes)")
     tm.add_argument("action", choices=("record", "readme"),
                     help="record: execute every chapter at the smoke and standard profiles on the CPU and "
@@ -96,6 +105,14 @@ def _printable_streams() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+def _missing_extra(err: ModuleNotFoundError) -> int:
+    """A core-only install (no ``[book]`` extra) running a command that needs the book's tool chain:
+    say which extra to install, not a traceback."""
+    print(f"error: this command needs {err.name!r}, which the core install leaves out; install the "
+          f"book's extra: pip install '{BOOK_EXTRA}' (from a clone: pip install -e '.[book]')", file=sys.stderr)
+    return 2
+
+
 def main(argv=None) -> int:
     _printable_streams()
     try:
@@ -104,6 +121,10 @@ def main(argv=None) -> int:
         previous = None
     try:
         return _main(argv)
+    except ModuleNotFoundError as err:
+        if err.name and err.name.split(".")[0] in _BOOK_MODULES:
+            return _missing_extra(err)
+        raise
     except BrokenPipeError:  # e.g. `infonce-book ledger | head`
         sys.stderr.close()
         return 0
@@ -116,6 +137,28 @@ def main(argv=None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+#: Top-level modules of the ``[book]`` extra that the commands import (the core install has none).
+_BOOK_MODULES = frozenset({"pandas", "matplotlib", "seaborn", "jupyter_book", "myst_nb", "papermill", "jupytext",
+                           "ipykernel", "nbformat", "nbclient", "jupyter_client", "yaml", "tabulate", "sklearn",
+                           "sphinx", "sphinx_proof", "sphinx_exercise", "sphinxcontrib"})
+#: What executing a chapter needs, checked before `run`, `build`, `pdf` and `timings` start: a chapter's
+#: kernel would otherwise fail in its first cell, far from the cause.
+_RUN_MODULES = ("pandas", "matplotlib", "papermill", "jupytext", "nbformat", "ipykernel", "yaml", "tabulate")
+
+
+def _missing_book_module() -> str | None:
+    """The first of :data:`_RUN_MODULES` that cannot be imported, else None."""
+    import importlib.util
+
+    for name in _RUN_MODULES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):
+            return name
+    return None
+
+
 def _main(argv=None) -> int:
     args = _parser().parse_args(argv)
     root = project_root()
@@ -123,15 +166,23 @@ def _main(argv=None) -> int:
         print(f"error: no _toc.yml found at or above {Path.cwd()}; run infonce-book inside the "
               f"repository (or set INFONCE_BOOK_ROOT)", file=sys.stderr)
         return 2
+    if args.command not in ("chapters", "ledger"):
+        missing = _missing_book_module()
+        if missing is not None:
+            return _missing_extra(ModuleNotFoundError(f"No module named {missing!r}", name=missing))
     try:
         if args.command == "chapters":
-            not_chapters = pipeline.back_matter(root)
-            for name, path in pipeline.chapters(root).items():
+            from .toc import back_matter, executable_pages
+
+            not_chapters = back_matter(root)
+            for name, path in executable_pages(root).items():
                 rel = path.relative_to(root)
                 kind = "back matter" if str(rel.with_suffix("")) in not_chapters else "chapter"
                 print(f"{name}\t{rel}\t{kind}")
             return 0
         if args.command == "ledger":
+            from ..experiment.ledger import format_table, load_records
+
             build_dir = (args.build_dir or root / "_build").resolve()
             records = load_records(build_dir / "ledger") if (build_dir / "ledger").is_dir() else []
             for failed in sorted((build_dir / "notebooks").glob("*.failed.ipynb")):
@@ -143,6 +194,8 @@ def _main(argv=None) -> int:
                 print(format_table(records) if records else "no ledger records: run `infonce-book build` first")
             return 0
         log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+        from . import run as pipeline  # the pipeline proper: torch, papermill (not for the light commands)
+
         if args.command == "run":
             res = pipeline.run_chapter(args.chapter, profile=args.profile, device=args.device, seed=args.seed,
                                        build_dir=args.build_dir, force=args.force, root=root, log=log)
@@ -154,6 +207,8 @@ def _main(argv=None) -> int:
                                  edition=args.edition, log=log))
             return 0
         if args.command == "pdf":
+            from . import pdf as pdf_build
+
             made = pdf_build.build_pdfs((args.build_dir or root / "_build"), root, edition=args.edition,
                                         paper=args.paper, log=log)
             print(made.book)
@@ -161,15 +216,9 @@ def _main(argv=None) -> int:
         if args.command == "timings":
             if args.action == "record":
                 pipeline.record_timings(root, profiles=tuple(args.profiles), log=log)
-            changed = timings.update_readme(root, list(pipeline.chapters(root)))
+            changed = timings.update_readme(root, list(pipeline.executable_pages(root)))
             print(f"{root / timings.TIMES_FILE}; README table {'updated' if changed else 'up to date'}")
             return 0
-    except pipeline.ChapterError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    except pdf_build.PdfError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
     except (ValueError, TypeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

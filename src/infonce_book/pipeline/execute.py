@@ -8,7 +8,7 @@ interpreter running the pipeline and runs with :func:`~infonce_book.pipeline.ker
 (``INFONCE_BOOK_PIPELINE=1``, one thread per core, passive OpenMP wait).
 
 A chapter whose source, parameters and ``src/`` are unchanged since its last successful run is
-skipped (:func:`src_hash`): jupyter-cache keys ignore imported code (jupyter-book #1633).
+skipped (its key holds :func:`~infonce_book.experiment.paths.source_hash` of ``src/``): jupyter-cache keys ignore imported code (jupyter-book #1633).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..experiment.paths import atomic_write_text, project_root
+from ..experiment.paths import atomic_write_text, project_root, source_hash
 from ..experiment.profiles import check_profile
 from ..utils.device import resolve_device
 from ..utils.validation import check_seed
@@ -32,7 +32,7 @@ from .kernel_env import chapter_env
 from .timings import record_timing
 from .toc import resolve_chapter
 
-__all__ = ["PIPELINE_VERSION", "ChapterError", "RunResult", "run_chapter", "src_hash"]
+__all__ = ["PIPELINE_VERSION", "ChapterError", "RunResult", "run_chapter"]
 
 PIPELINE_VERSION = "1"
 
@@ -49,21 +49,12 @@ class RunResult:
     notebook: Path
 
 
-def src_hash(root: Path) -> str:
-    """SHA-256 of every ``.py`` file under ``<root>/src`` (relative name and content)."""
-    h = hashlib.sha256()
-    for p in sorted((root / "src").rglob("*.py")):
-        h.update(str(p.relative_to(root)).encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()
-
-
 def _run_key(source: Path, params: dict, root: Path) -> str:
     h = hashlib.sha256()
     h.update(PIPELINE_VERSION.encode())
     h.update(source.read_bytes())
     h.update(json.dumps(params, sort_keys=True).encode())
-    h.update(src_hash(root).encode())
+    h.update(source_hash(root / "src").encode())
     return h.hexdigest()
 
 
@@ -122,9 +113,34 @@ def _read_chapter(stem: str, source: Path):
     return nb
 
 
+def _last_started_cell(notebook: Path) -> str:
+    """The cell papermill last started in the partial notebook ``notebook`` (status ``running``,
+    else the last with a start time): ``"cell N (execution count C): <first line>"``."""
+    import nbformat  # heavy: only when a chapter runs
+
+    try:
+        nb = nbformat.read(notebook, as_version=4)
+    except Exception:  # an unreadable partial notebook: say so, keep the original error
+        return "an unknown cell (the partial notebook could not be read)"
+    started = [(i, c) for i, c in enumerate(nb.cells)
+               if c.get("metadata", {}).get("papermill", {}).get("start_time")]
+    running = [(i, c) for i, c in started if c.metadata.papermill.get("status") == "running"]
+    if not (running or started):
+        return "no cell (the kernel stopped before the first cell started)"
+    i, cell = (running or started)[-1]
+    first = next((line for line in cell.source.splitlines() if line.strip()), "")
+    return f"cell {i} (execution count {cell.get('execution_count')}): {first[:80]!r}"
+
+
 def _execute(in_path: Path, exec_path: Path, *, stem: str, source: Path, params: dict, failed: Path) -> float:
     """Execute the notebook ``in_path`` into ``exec_path`` with papermill (the environment is the
-    caller's); returns the seconds taken. Raises :class:`ChapterError`, naming the cell."""
+    caller's); returns the seconds taken.
+
+    Raises:
+        ChapterError: a cell raised (the message names the cell and the error), or the kernel died
+            or timed out (it names the last cell that started). Either way the partial notebook
+            papermill wrote is kept as ``failed`` (``<chapter>.failed.ipynb``) when there is one.
+    """
     import papermill as pm  # heavy: only when a chapter runs
 
     t0 = time.perf_counter()
@@ -143,8 +159,15 @@ def _execute(in_path: Path, exec_path: Path, *, stem: str, source: Path, params:
             f"chapter {stem} failed in cell {err.cell_index} (execution count {err.exec_count}): "
             f"{err.ename}: {err.evalue}\n  source: {source}\n  executed notebook kept at: {failed}"
         ) from None
-    except Exception as err:  # kernel died, timeout, ...
-        raise ChapterError(f"chapter {stem} failed: {type(err).__name__}: {err}") from None
+    except Exception as err:  # the kernel died (e.g. killed for memory), a timeout, ...
+        if not exec_path.exists():
+            raise ChapterError(f"chapter {stem} failed before any cell ran: {type(err).__name__}: {err}"
+                               f"\n  source: {source}") from None
+        shutil.copyfile(exec_path, failed)
+        raise ChapterError(
+            f"chapter {stem} failed: {type(err).__name__}: {err}; the last cell that started was "
+            f"{_last_started_cell(exec_path)}\n  source: {source}\n  partial notebook kept at: {failed}"
+        ) from None
     return time.perf_counter() - t0
 
 
@@ -162,7 +185,7 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
                 log=print) -> RunResult:
     """Execute one chapter with papermill (see module docstring). Raises :class:`ChapterError`;
     ``ValueError`` for an unknown chapter, profile or seed."""
-    import nbformat  # heavy: only when a chapter runs (fast `ledger`, `chapters`)
+    import nbformat  # heavy: only when a chapter runs (the light commands never import it)
 
     root = (root or project_root()).resolve()
     check_profile(profile)

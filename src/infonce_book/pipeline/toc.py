@@ -1,13 +1,17 @@
-"""The book's pages and which of them are chapters, read from ``_toc.yml``.
+"""The book's executable pages, read from ``_toc.yml``.
 
-* :func:`toc_files` -- every page of the table of contents, in order (``book/c1_rate``, ...), and
-  :func:`chapter_stems` -- the chapters (the numbered parts), both from
-  :mod:`infonce_book.experiment.toc`, the one place that reads them;
-* :func:`chapters` -- the executable ones (a jupytext notebook: its front matter has a
-  ``kernelspec``), ``{stem: path}``;
-* :func:`back_matter` -- the pages of the "Back matter" part (pages, not chapters: no rerun box,
-  no citation entry, even when one executes code);
-* :func:`resolve_chapter` -- a chapter name given on the command line, checked.
+Two words, two sets: a *chapter* is one of the six numbered pages (the pages of the numbered
+parts, :func:`~infonce_book.experiment.toc.chapter_stems`); an *executable page* is a page that
+the pipeline executes (a jupytext notebook: its front matter has a ``kernelspec``): the chapters
+and the executable pages of the back matter (the robustness page).
+
+* :func:`executable_pages` -- ``{stem: path}`` of the executable pages, in the book's order;
+* :func:`back_matter` -- the files of the "Back matter" part (no rerun box, no citation entry,
+  even when one of them executes code);
+* :func:`resolve_chapter` -- an executable page named on the command line, checked.
+
+:func:`toc_files`, :func:`toc_pages` and :func:`chapter_stems` come from
+:mod:`infonce_book.experiment.toc`, the one module that reads ``_toc.yml``.
 """
 
 from __future__ import annotations
@@ -17,14 +21,14 @@ from pathlib import Path
 import yaml
 
 from ..experiment.paths import project_root
-from ..experiment.toc import chapter_stems, toc_files
-from .citation import BACK_MATTER, toc_pages
+from ..experiment.toc import BACK_MATTER, chapter_stems, toc_files, toc_pages
 
-__all__ = ["UnknownChapter", "back_matter", "chapter_stems", "chapters", "resolve_chapter", "toc_files"]
+__all__ = ["BACK_MATTER", "UnknownChapter", "back_matter", "chapter_stems", "chapters", "executable_pages",
+           "resolve_chapter", "toc_files", "toc_pages"]
 
 
 class UnknownChapter(ValueError):
-    """A chapter name that is not an executable page of ``_toc.yml``."""
+    """A name that is not an executable page of ``_toc.yml``."""
 
 
 def _front_matter(text: str) -> dict:
@@ -34,8 +38,9 @@ def _front_matter(text: str) -> dict:
     return yaml.safe_load(text[3:end]) or {} if end > 0 else {}
 
 
-def chapters(root: Path | None = None) -> dict[str, Path]:
-    """Executable chapters: toc entries whose ``.md`` is a jupytext notebook (has a kernelspec)."""
+def executable_pages(root: Path | None = None) -> dict[str, Path]:
+    """The executable pages: toc entries whose ``.md`` is a jupytext notebook (has a kernelspec),
+    ``{stem: path}`` in the book's order (the chapters and the robustness page)."""
     root = root or project_root()
     out = {}
     for f in toc_files(root):
@@ -43,6 +48,11 @@ def chapters(root: Path | None = None) -> dict[str, Path]:
         if p.is_file() and "kernelspec" in _front_matter(p.read_text(encoding="utf-8")):
             out[p.stem] = p
     return out
+
+
+#: The former name of :func:`executable_pages` (it never meant the six chapters only); kept so that
+#: callers written before the rename keep working.
+chapters = executable_pages
 
 
 def back_matter(root: Path | None = None) -> set[str]:
@@ -53,13 +63,14 @@ def back_matter(root: Path | None = None) -> set[str]:
 
 
 def resolve_chapter(name: str, root: Path | None = None) -> tuple[str, Path]:
-    """Accept ``c1_rate``, ``book/c1_rate`` or ``book/c1_rate.md``; raise if unknown.
+    """Accept ``c1_rate``, ``book/c1_rate`` or ``book/c1_rate.md`` (any executable page, the
+    robustness page included); raise if unknown.
 
     Raises:
-        UnknownChapter: ``name`` is not one of :func:`chapters` (the message lists them).
+        UnknownChapter: ``name`` is not one of :func:`executable_pages` (the message lists them).
     """
-    known = chapters(root)
+    known = executable_pages(root)
     stem = Path(name).stem
     if stem not in known:
-        raise UnknownChapter(f"unknown chapter {name!r}; the chapters are: {', '.join(known)}")
+        raise UnknownChapter(f"unknown chapter {name!r}; the executable pages are: {', '.join(known)}")
     return stem, known[stem]
