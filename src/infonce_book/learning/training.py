@@ -25,9 +25,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import torch
 
 from ..losses import VARIANTS, info_nce, info_nce_from_similarities
@@ -35,6 +35,24 @@ from ..utils.device import resolve_device
 from ..utils.validation import check_choice, check_float_tensor, check_k, check_scalar, check_seed, check_tau
 from .embeddings import loss_per_tuple
 from .loop import adam_loop, cosine_schedule
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _frame(rows, columns: list[str] | None = None) -> pd.DataFrame:
+    """A training history as a pandas DataFrame. pandas is imported here, not with the package: a
+    core install imports :mod:`infonce_book.learning` without it (the ``[book]`` extra has it).
+
+    Raises:
+        ModuleNotFoundError: pandas is not installed (the message names the extra).
+    """
+    try:
+        import pandas as pd
+    except ModuleNotFoundError as err:
+        raise ModuleNotFoundError("training histories are pandas DataFrames; install the book's extra: "
+                                  "pip install 'infonce-book[book]'", name="pandas") from err
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _check_sphere_model(model) -> None:
@@ -72,7 +90,7 @@ def fit_temperature(model, k: int, *, tau_init: float = 1.0, batch_size: int = 5
     adam_loop([log_tau], objective, steps, lr, desc="fit_temperature",
               log=lambda step, loss: hist.append({"step": step, "tau": float(log_tau.detach().exp()),
                                                   "loss": float(loss)}))
-    history = pd.DataFrame(hist)
+    history = _frame(hist)
     return {"tau": float(history["tau"].iloc[-tail:].mean()), "history": history}
 
 
@@ -105,7 +123,7 @@ def fit_linear_embedding(model, tau: float, *, n_train: int, k: int, steps: int 
         tx, txp, tneg = model.sample_tuples(n_test, k, generator=gen, device=dev)
         test = info_nce(phi(tx), phi(txp), phi(tneg), tau, reduction="none")
     return {"A": A.detach(), "train_risk": train, "test_risk": float(test.mean()),
-            "test_se": float(test.std() / math.sqrt(n_test)), "history": pd.DataFrame(hist)}
+            "test_se": float(test.std() / math.sqrt(n_test)), "history": _frame(hist)}
 
 
 def fit_linear_embeddings(model, taus, *, n_sets: int, n_train: int, k: int, steps: int = 300, lr: float = 0.05,
@@ -313,7 +331,7 @@ def fit(embedding, data, tau, *, steps: int = 300, lr: float = 0.01, batch_size:
     adam_loop(params, objective, steps, lr, after_step=None if project is None else lambda step: project(),
               log=lambda step, loss: hist.append({"step": step, "loss": float(loss)}), stop=plateau,
               desc=desc or "fit")
-    history = pd.DataFrame(hist)
+    history = _frame(hist)
     if plateau is None:
         return FitResult(embedding, history)
     history["monitor"] = history["step"].map({t - 1: float(v[0]) for t, v in plateau.checks}).astype(float)
@@ -466,6 +484,6 @@ def fit_ensemble(ensemble, sampler, taus, *, steps: int, lr: float = 0.01, batch
     else:
         mon = [{"step": t, "member": s, "monitor": float(v[s])} for t, v in plateau.checks for s in range(S)]
         steps_run, converged = plateau.steps_run, ~active
-    return EnsembleFitResult(ensemble, pd.DataFrame(hist, columns=["step", "member", "loss"]),
-                             pd.DataFrame(mon, columns=["step", "member", "monitor"]), steps_run,
+    return EnsembleFitResult(ensemble, _frame(hist, columns=["step", "member", "loss"]),
+                             _frame(mon, columns=["step", "member", "monitor"]), steps_run,
                              np.asarray(converged, dtype=bool))
