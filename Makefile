@@ -16,13 +16,14 @@ TORCH ?= cpu
 TORCH_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: book book-students pdf pdf-students timings test test-fast _test-fast-part _test-book-part smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help
+.PHONY: book book-students pdf pdf-students timings test test-fast lint typecheck _test-fast-part _test-book-part smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help
 
 help:
 	@echo "make book   - execute every chapter (profile=$(PROFILE)) and build _build/html"
-	@echo "make test   - lint (ruff) and run the whole test suite: test-fast, then the tests on one smoke build"
-	@echo "              of the book (the GPU rehearsal included; markers book, rehearsal, browser)"
-	@echo "make test-fast - lint and every test but the whole-book ones, on TEST_JOBS=$(TEST_JOBS) workers (minutes)"
+	@echo "make test   - lint (ruff), typecheck (mypy) and the whole test suite: the fast and slow tests, and the"
+	@echo "              tests on one smoke build of the book (the GPU rehearsal included; markers book, rehearsal, browser)"
+	@echo "make test-fast - lint, typecheck and every test but the slow and whole-book ones, on TEST_JOBS=$(TEST_JOBS) workers"
+	@echo "make typecheck - mypy over the library's typed packages (pyproject.toml [tool.mypy])"
 	@echo "make smoke  - build the book at the smoke profile (minutes on 2 cores)"
 	@echo "make book-students - the student edition (no solutions) in _build/html-students"
 	@echo "make pdf    - the book, then _build/pdf/: book.pdf, appendix.pdf, one PDF per chapter (PAPER=$(PAPER); needs chromium: make browser-deps)"
@@ -31,7 +32,7 @@ help:
 	@echo "make chapter CHAPTER=c1_rate - execute one chapter (profile=$(PROFILE), device=$(DEVICE), seed=$(SEED))"
 	@echo "make browser-deps - install Debian's chromium for tests/pipeline/test_browser.py (needs root and apt-get)"
 	@echo "make gpu-wheels - download into .gpu-wheels/ the wheels an offline GPU machine lacks (README: Running on a GPU)"
-	@echo "make gpu-check-rehearse - the offline GPU check on this CPU, with no download (smoke profile)"
+	@echo "make gpu-check-rehearse - the GPU check on this CPU, with no download (smoke profile, --device cpu)"
 	@echo "make clean  - remove _build"
 
 $(BIN)/python:
@@ -84,41 +85,50 @@ browser-deps:
 	    || echo "warning: could not install chromium; tests/pipeline/test_browser.py will be skipped"; \
 	else echo "warning: chromium not found and apt-get unavailable (or not root); tests/pipeline/test_browser.py will be skipped"; fi
 
-# The offline GPU machine (README "Running on a GPU") runs `bash scripts/gpu_check.sh` with its own
-# python3; what that lacks travels as wheels in .gpu-wheels/ (ignored by git), downloaded here for
-# its interpreter (CPython $(GPU_PYTHON), x86-64 Linux) at the versions installed in .venv.
+# A CUDA machine with no network (README "Running on a GPU") runs `python3 scripts/gpu_check.py`
+# with its own python3 and CUDA torch; what it lacks travels as wheels in .gpu-wheels/ (ignored by
+# git): the project's requirements less torch, downloaded here for its Python (GPU_PYTHON) and
+# platform (x86-64 Linux; scripts/gpu_check.py wheels --help for others).
 GPU_PYTHON ?= 3.12
 gpu-wheels: $(VENV)/.installed
-	@$(BIN)/python -c "import info_nce" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[bench]"
 	$(BIN)/python scripts/gpu_check.py wheels --python-version $(GPU_PYTHON) --dest .gpu-wheels
 
-# The same route on this CPU machine with no registry: smoke profile, --device cpu.
+# The same route on this CPU with no registry: smoke profile, --device cpu, every executable page.
 gpu-check-rehearse: $(VENV)/.installed
-	PIP_NO_INDEX=1 bash scripts/gpu_check.sh --rehearse
+	PIP_NO_INDEX=1 $(BIN)/python scripts/gpu_check.py --rehearse
 
 # The tests that need the whole book (markers book, rehearsal, browser) share one smoke build per
-# pytest session (tests/conftest.py: smoke_book; the GPU rehearsal reuses its experiment cache), so
-# they run in one process; everything else runs on TEST_JOBS pytest-xdist workers (TEST_JOBS=0: one
-# process, no xdist).
+# pytest session (tests/conftest.py: smoke_book; the GPU rehearsal runs on its build), so they run
+# in one process; everything else runs on TEST_JOBS pytest-xdist workers (TEST_JOBS=0: one process,
+# no xdist). The slow tests (marker slow: subprocess, papermill, torch.compile, distributed and
+# kill tests) run in `make test` only. Every test has a time limit (pytest-timeout: 300 s, set in
+# pyproject.toml; FAST_TIMEOUT in the fast loop).
 TEST_JOBS ?= 2
-FAST_TESTS := not book and not rehearsal and not browser
+FAST_TIMEOUT ?= 120
+NOT_BOOK := not book and not rehearsal and not browser
+FAST_TESTS := $(NOT_BOOK) and not slow
 
-test-fast: $(VENV)/.installed
-	$(BIN)/ruff check src tests benchmarks scripts
-	$(BIN)/python -m pytest -m "$(FAST_TESTS)" -n $(TEST_JOBS)
+# mypy over the packages library users import (configuration and scope: pyproject.toml [tool.mypy]).
+typecheck: $(VENV)/.installed
+	$(BIN)/mypy
 
-# make test: ruff, then the fast tests (one process) and the whole-book tests (one process, one
-# smoke build) side by side, since the book's half leaves a core mostly idle; each one's output is
-# printed when it ends.
-test: $(VENV)/.installed
+lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests benchmarks scripts
+
+test-fast: lint typecheck
+	$(BIN)/python -m pytest -m "$(FAST_TESTS)" -n $(TEST_JOBS) --timeout $(FAST_TIMEOUT) -p no:cacheprovider
+
+# make test: ruff and mypy, then the tests outside the whole book (fast and slow, one process) and
+# the whole-book tests (one process, one smoke build) side by side, since the book's half leaves a
+# core mostly idle; each one's output is printed when it ends.
+test: lint typecheck
 	@$(MAKE) --no-print-directory -j2 --output-sync=target _test-fast-part _test-book-part
 
 _test-fast-part:
-	$(BIN)/python -m pytest -m "$(FAST_TESTS)" -p no:cacheprovider
+	$(BIN)/python -m pytest -m "$(NOT_BOOK)" -p no:cacheprovider
 
 _test-book-part:
-	$(BIN)/python -m pytest -m "not ($(FAST_TESTS))" -p no:cacheprovider
+	$(BIN)/python -m pytest -m "not ($(NOT_BOOK))" -p no:cacheprovider
 
 clean:
 	rm -rf _build

@@ -89,6 +89,7 @@ def _copy_repository(dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow
 def test_a_chapter_inserted_in_the_middle_and_a_model_follow_the_readme(tmp_path):
     repo = _copy_repository(tmp_path / "repo")
     # Adding a chapter: the page, the package, the test, one line of _toc.yml (between c2 and c3)

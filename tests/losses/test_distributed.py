@@ -21,8 +21,9 @@ import _distributed_worker as W
 WORLD = 2
 TOL = 1e-6
 
-pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
-                                reason="torch.distributed with gloo is not available")
+pytestmark = [pytest.mark.slow,  # two processes started per module: `make test`, not `make test-fast`
+              pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
+                                 reason="torch.distributed with gloo is not available")]
 
 
 @pytest.fixture(scope="module")

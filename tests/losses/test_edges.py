@@ -101,6 +101,7 @@ def test_meta_tensors_give_shapes_and_dtypes_without_value_checks(name, fn, rows
         assert info_nce_in_batch(z1, z2, 0.1).device.type == "meta"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check_values, chunk_size", [(False, None), (False, 3), (True, 2)])
 def test_torch_compile_gives_the_eager_values_and_gradients(check_values, chunk_size):
     torch._dynamo.reset()

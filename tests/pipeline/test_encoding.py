@@ -58,6 +58,7 @@ def test_the_c_locale_is_really_ascii_here():
     assert out.split() == ["ANSI_X3.4-1968", "0"], out
 
 
+@pytest.mark.slow
 def test_cli_chapters_run_and_ledger_under_the_c_locale(project):
     listing = _cli(project, "chapters")
     assert listing.returncode == 0, listing.stderr.decode("utf-8", "replace")

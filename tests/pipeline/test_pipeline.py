@@ -10,7 +10,7 @@ import pytest
 from infonce_book.pipeline import run as pipeline
 from infonce_book.pipeline.cli import main
 
-from .support import CLI, ROOT, minimal_project
+from .support import CLI, HEADER, PARAMETERS, ROOT, minimal_project
 
 
 @pytest.fixture
@@ -50,6 +50,42 @@ def test_a_failing_cell_fails_the_run_naming_the_chapter_and_the_cell(project):
     assert "chapter bad failed in cell" in msg and "RuntimeError: boom in the third cell" in msg
     assert not (project / "_build" / "notebooks" / "bad.ipynb").exists()  # no half result
     assert (project / "_build" / "notebooks" / "bad.failed.ipynb").exists()
+
+
+#: A page whose kernel dies (as when it is killed for memory) in its third code cell.
+DYING = HEADER + "\n# A dying page\n" + PARAMETERS + """
+```{code-cell} ipython3
+print("first cell ran")
+```
+
+```{code-cell} ipython3
+import os, signal
+os.kill(os.getpid(), signal.SIGKILL)  # the kernel dies here
+```
+
+```{code-cell} ipython3
+print("never reached")
+```
+"""
+
+
+@pytest.mark.slow
+def test_a_dead_kernel_names_the_page_and_the_last_cell_started_and_keeps_the_partial_notebook(project):
+    (project / "book" / "dying.md").write_text(DYING)
+    (project / "_toc.yml").write_text((project / "_toc.yml").read_text() + "  - file: book/dying\n")
+    with pytest.raises(pipeline.ChapterError) as err:
+        pipeline.run_chapter("dying", profile="smoke", device="cpu", root=project, log=lambda m: None)
+    msg = str(err.value)
+    assert msg.startswith("chapter dying failed: DeadKernelError"), msg
+    assert "the last cell that started was cell 4, which begins 'import os, signal'" in msg, msg
+    failed = project / "_build" / "notebooks" / "dying.failed.ipynb"
+    assert f"partial notebook kept at: {failed}" in msg
+    assert not (project / "_build" / "notebooks" / "dying.ipynb").exists()  # no half result
+    cells = nbformat.read(failed, as_version=4).cells
+    outputs = "".join(o.get("text", "") for c in cells for o in c.get("outputs", []))
+    assert "first cell ran" in outputs and "never reached" not in outputs
+    started = [c for c in cells if c.metadata.get("papermill", {}).get("start_time")]
+    assert "os.kill" in started[-1].source
 
 
 def test_cli_run_exits_non_zero_on_a_failing_cell(project):

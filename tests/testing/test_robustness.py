@@ -304,6 +304,7 @@ def test_exact_bias_at_small_tau_is_finite_and_agrees_with_enumeration_and_monte
 # 3. Determinism.
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_tables_and_ledger_records_in_three_chapters():
     runs = []
     for _ in range(2):
@@ -349,6 +350,7 @@ def test_different_seeds_give_different_draws_but_the_same_verdicts():
 # 4. The pipeline's failure modes.
 
 
+@pytest.mark.slow
 def test_a_failing_cell_fails_the_whole_build_naming_the_chapter_and_the_cell(project):
     env = {**os.environ, "INFONCE_BOOK_ROOT": str(project)}
     proc = subprocess.run(CLI + ["build", "--profile", "smoke", "--device", "cpu"], env=env,
@@ -381,6 +383,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, previous", [(signal.SIGTERM, True), (signal.SIGKILL, False)],
                          ids=["SIGTERM-after-a-good-run", "SIGKILL-first-run"])
 def test_an_interrupted_run_leaves_no_half_result_and_the_next_run_recovers(tmp_path, sig, previous):
@@ -487,6 +490,7 @@ def test_a_corrupt_or_truncated_cache_entry_is_recomputed_never_trusted(tmp_path
     assert table(x=3)["call"].iloc[0] == 3 and len(calls) == 3  # the rewritten entry is valid
 
 
+@pytest.mark.slow
 def test_missing_chromium_and_missing_gpu_are_clear_skips_not_failures(tmp_path):
     # (An empty build folder stands in for the smoke book: the skip comes before it is needed.)
     env = {**os.environ, "INFONCE_BOOK_CHROMIUM": str(tmp_path / "no-such-chromium"),

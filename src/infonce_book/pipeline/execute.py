@@ -86,6 +86,31 @@ def _own_kernel_manager():
     return OwnInterpreterKernelManager
 
 
+#: The papermill engine of :func:`_keep_partial_engine`.
+KEEP_PARTIAL_ENGINE = "infonce-book"
+
+
+def _keep_partial_engine() -> str:
+    """Register (idempotent) and name papermill's nbclient engine with one change: when execution
+    stops with an exception of its own (the kernel died, a timeout), the partial notebook is
+    written to ``partial_path``. papermill writes it for a failing cell, but not then (it saves
+    only on request at every cell, which costs a write per cell)."""
+    from papermill.engines import NBClientEngine, papermill_engines  # heavy: only when a chapter runs
+
+    class KeepPartialEngine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, partial_path=None, **kwargs):
+            try:
+                return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+            except Exception:
+                if partial_path is not None and nb_man.output_path is None:
+                    nb_man.output_path = partial_path  # papermill's `finally` (notebook_complete) saves it
+                raise
+
+    papermill_engines.register(KEEP_PARTIAL_ENGINE, KeepPartialEngine)
+    return KEEP_PARTIAL_ENGINE
+
+
 @contextlib.contextmanager
 def _environ(updates: dict[str, str]):
     """``os.environ`` with ``updates`` inside the block, restored as it was afterwards."""
@@ -115,7 +140,8 @@ def _read_chapter(stem: str, source: Path):
 
 def _last_started_cell(notebook: Path) -> str:
     """The cell papermill last started in the partial notebook ``notebook`` (status ``running``,
-    else the last with a start time): ``"cell N (execution count C): <first line>"``."""
+    else the last with a start time): ``"cell N, which begins '<first line>'"`` (N counts every cell
+    of the executed notebook from 0, as for a failing cell)."""
     import nbformat  # heavy: only when a chapter runs
 
     try:
@@ -129,7 +155,7 @@ def _last_started_cell(notebook: Path) -> str:
         return "no cell (the kernel stopped before the first cell started)"
     i, cell = (running or started)[-1]
     first = next((line for line in cell.source.splitlines() if line.strip()), "")
-    return f"cell {i} (execution count {cell.get('execution_count')}): {first[:80]!r}"
+    return f"cell {i}, which begins {first[:80]!r}"
 
 
 def _execute(in_path: Path, exec_path: Path, *, stem: str, source: Path, params: dict, failed: Path) -> float:
@@ -149,6 +175,7 @@ def _execute(in_path: Path, exec_path: Path, *, stem: str, source: Path, params:
                             cwd=str(source.parent), progress_bar=sys.stderr.isatty(),
                             log_output=False, request_save_on_cell_execute=False,
                             kernel_manager_class=_own_kernel_manager(),
+                            engine_name=_keep_partial_engine(), partial_path=str(exec_path),
                             # the kernel's own log (TCP notice, shutdown chatter) is noise
                             # here; cell errors still fail the run, naming the cell.
                             extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
