@@ -101,10 +101,11 @@ gpu-check-rehearse: $(VENV)/.installed
 # pytest session (tests/conftest.py: smoke_book; the GPU rehearsal runs on its build), so they run
 # in one process; everything else runs on TEST_JOBS pytest-xdist workers (TEST_JOBS=0: one process,
 # no xdist). The slow tests (marker slow: subprocess, papermill, torch.compile, distributed and
-# kill tests) run in `make test` only. Every test has a time limit (pytest-timeout: 300 s, set in
-# pyproject.toml; FAST_TIMEOUT in the fast loop).
+# kill tests) run in `make test` only. Every test function has a time limit (pytest-timeout: 300 s
+# in pyproject.toml; FAST_TIMEOUT in the fast loop, BOOK_TIMEOUT for the whole-book tests).
 TEST_JOBS ?= 2
 FAST_TIMEOUT ?= 120
+BOOK_TIMEOUT ?= 1800
 NOT_BOOK := not book and not rehearsal and not browser
 FAST_TESTS := $(NOT_BOOK) and not slow
 
@@ -128,7 +129,7 @@ _test-fast-part:
 	$(BIN)/python -m pytest -m "$(NOT_BOOK)" -p no:cacheprovider
 
 _test-book-part:
-	$(BIN)/python -m pytest -m "not ($(NOT_BOOK))" -p no:cacheprovider
+	$(BIN)/python -m pytest -m "not ($(NOT_BOOK))" --timeout $(BOOK_TIMEOUT) -p no:cacheprovider
 
 clean:
 	rm -rf _build

@@ -136,6 +136,11 @@ def test_there_is_no_import_cycle():
             visit(m)
 
 
+#: Modules allowed to import the package inside a function (with a comment saying why): the command
+#: line, whose light commands must not import torch, SciPy or pandas (tests/pipeline/test_cli_light.py).
+LAZY_PACKAGE_IMPORTS = {"infonce_book.pipeline.cli"}
+
+
 def test_no_package_import_is_hidden_inside_a_function_and_heavy_imports_say_why():
     bad = []
     for module, path in MODULES.items():
@@ -145,7 +150,10 @@ def test_no_package_import_is_hidden_inside_a_function_and_heavy_imports_say_why
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top:
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or "."]
-                if node.__class__ is ast.ImportFrom and node.level or any(n.startswith("infonce_book") for n in names):
+                package = node.__class__ is ast.ImportFrom and node.level or any(n.startswith("infonce_book") for n in names)
+                if package and module in LAZY_PACKAGE_IMPORTS and "#" in lines[node.lineno - 1]:
+                    continue  # the command line imports what a command needs when it runs (and says so)
+                if package:
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: package import inside a function")
                 elif "#" not in lines[node.lineno - 1]:
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: an import inside a function must say "

@@ -134,6 +134,7 @@ def _graph_breaks(fn, *args):
     return torch._dynamo.explain(fn)(*args).graph_break_count
 
 
+@pytest.mark.slow
 def test_graph_breaks_are_where_the_docstring_says():
     z1, z2, n = (unit(8, 6, seed=9).requires_grad_(), unit(8, 6, seed=10).requires_grad_(),
                  unit(20, 6, seed=11))

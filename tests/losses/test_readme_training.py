@@ -37,6 +37,7 @@ def test_the_section_has_the_two_blocks_and_both_installs():
     assert 'pip install --quiet -e ".[book,test]"' in (ROOT / "Makefile").read_text()
 
 
+@pytest.mark.slow
 def test_the_single_process_block_runs_and_learns(tmp_path):
     proc = subprocess.run([sys.executable, "-c", _blocks()[0]], cwd=tmp_path, env=_env(), capture_output=True,
                           text=True, timeout=600)
@@ -50,6 +51,7 @@ def test_the_single_process_block_runs_and_learns(tmp_path):
     assert re.search(r"NT-Xent [0-9.]+, explicit negatives [0-9.]+", proc.stdout)
 
 
+@pytest.mark.slow
 def test_the_torchrun_block_runs_on_two_gloo_processes(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(_blocks()[1])

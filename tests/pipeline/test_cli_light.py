@@ -57,6 +57,7 @@ def test_cli_devices_are_the_libraries():
     assert cli.DEVICES == DEVICES
 
 
+@pytest.mark.slow
 def test_learning_imports_without_pandas():
     proc, _ = _run(_NO_PANDAS + "import infonce_book.learning\n"
                    "print(sorted(n for n in ('pandas', 'torch') if sys.modules.get(n) is not None))")

@@ -24,6 +24,7 @@ def test_chapters_are_the_toc_notebooks(project):
         pipeline.resolve_chapter("nope", project)
 
 
+@pytest.mark.slow
 def test_parameters_are_injected_and_hidden_and_unchanged_runs_are_skipped(project):
     logs = []
     res = pipeline.run_chapter("ok", profile="smoke", device="cpu", seed=3, root=project, log=logs.append)
@@ -43,6 +44,7 @@ def test_parameters_are_injected_and_hidden_and_unchanged_runs_are_skipped(proje
     assert pipeline.run_chapter("ok", profile="smoke", device="cpu", seed=4, root=project, log=logs.append).status == "ran"
 
 
+@pytest.mark.slow
 def test_a_failing_cell_fails_the_run_naming_the_chapter_and_the_cell(project):
     with pytest.raises(pipeline.ChapterError) as err:
         pipeline.run_chapter("bad", profile="smoke", device="cpu", root=project, log=lambda m: None)
@@ -88,6 +90,7 @@ def test_a_dead_kernel_names_the_page_and_the_last_cell_started_and_keeps_the_pa
     assert "os.kill" in started[-1].source
 
 
+@pytest.mark.slow
 def test_cli_run_exits_non_zero_on_a_failing_cell(project):
     env = {**os.environ, "INFONCE_BOOK_ROOT": str(project)}
     proc = subprocess.run(CLI + ["run", "bad", "--profile", "smoke", "--device", "cpu"], env=env,

@@ -22,6 +22,7 @@ import torch
 from infonce_book.chapters import c1_rate, c2_search, c3_temperature
 from infonce_book.experiment.cache import cached
 from infonce_book.experiment.ledger import Ledger
+from infonce_book.experiment.paths import source_hash
 from infonce_book.losses import info_nce, info_nce_from_similarities, info_nce_streaming
 from infonce_book.models import FiniteModel, VonMisesFisher
 from infonce_book.pipeline import run as pipeline
@@ -443,16 +444,17 @@ def test_an_interrupted_run_leaves_no_half_result_and_the_next_run_recovers(tmp_
 
 
 def test_a_changed_source_file_invalidates_every_chapter_and_only_python_sources_count(project):
-    # Every chapter imports the package, so the run key hashes all of src/ (name and content).
-    key = pipeline.src_hash(project)
+    # Every chapter imports the package, so the run key hashes all of src/ (name and content; the
+    # experiment cache's key hashes the package with the same function).
+    key = source_hash(project / "src")
     (project / "src" / "pkg" / "new.py").write_text("Y = 1\n")  # a new module
-    assert pipeline.src_hash(project) != key
-    key = pipeline.src_hash(project)
+    assert source_hash(project / "src") != key
+    key = source_hash(project / "src")
     (project / "src" / "pkg" / "new.py").rename(project / "src" / "pkg" / "renamed.py")  # same content
-    assert pipeline.src_hash(project) != key
-    key = pipeline.src_hash(project)
+    assert source_hash(project / "src") != key
+    key = source_hash(project / "src")
     (project / "src" / "pkg" / "notes.txt").write_text("not code")
-    assert pipeline.src_hash(project) == key
+    assert source_hash(project / "src") == key
 
 
 def test_a_missing_jupyter_book_is_a_clear_error_not_a_crash(tmp_path, monkeypatch, capsys):

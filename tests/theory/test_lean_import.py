@@ -31,6 +31,7 @@ def _top_level_modules_after_importing(package: str) -> set[str]:
     return set(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("package", ["infonce_book.losses", "infonce_book.theory", "infonce_book.models"])
 def test_the_mathematics_imports_no_book_machinery(package):
     loaded = _top_level_modules_after_importing(package)

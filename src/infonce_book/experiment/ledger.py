@@ -54,13 +54,15 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .paths import atomic_write_text, ledger_dir
 
-# pandas, tabulate and the theory's Estimate (scipy, torch) are imported where they are used:
-# `infonce-book ledger` reads and prints records without them (tests/pipeline/test_cli_light.py).
+# pandas and tabulate are imported where they are used, and the theory's Estimate (SciPy, torch)
+# not at all: `infonce-book ledger` reads and prints records without them
+# (tests/pipeline/test_cli_light.py).
 
 FIELDS = ("claim", "id", "chapter", "params", "quantity", "predicted", "measured", "ci_low",
           "ci_high", "passed", "profile", "device", "seed", "se", "n", "level", "kind", "rule", "verdict")
@@ -308,10 +310,10 @@ class Ledger:
         rule = Rule.two_sided() if rule is None else rule
         if not isinstance(rule, Rule):
             raise TypeError(f"record {id!r}: rule must be a Rule, got {type(rule).__name__}")
-        from ..theory.stats import Estimate
-
         se = n = level = None
-        if isinstance(measured, Estimate):
+        # An Estimate's module is loaded when one exists: no import here (`infonce-book ledger` stays light).
+        stats = sys.modules.get("infonce_book.theory.stats")
+        if stats is not None and isinstance(measured, stats.Estimate):
             lo, hi = measured.ci
             ci_low = lo if ci_low is None else ci_low
             ci_high = hi if ci_high is None else ci_high
@@ -345,7 +347,7 @@ class Ledger:
 
     def table(self):
         """The records as a pandas DataFrame (for display in the chapter)."""
-        import pandas as pd
+        import pandas as pd  # [book] extra; heavy: only chapters display tables
 
         return pd.DataFrame([asdict(r) for r in self.records], columns=FIELDS)
 
@@ -390,7 +392,7 @@ def summary_line(records: list[dict]) -> str:
 
 def format_table(records: list[dict]) -> str:
     """Records as a plain-text table for people."""
-    from tabulate import tabulate
+    from tabulate import tabulate  # [book] extra: only `infonce-book ledger` prints tables
 
     rows = [[r["chapter"], r["id"], r["quantity"], f"{r['predicted']:.6g}", f"{r['measured']:.6g}",
              f"[{r['ci_low']:.6g}, {r['ci_high']:.6g}]", r.get("kind", "two-sided"), verdict(r),

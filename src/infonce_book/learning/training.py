@@ -37,7 +37,7 @@ from .embeddings import loss_per_tuple
 from .loop import adam_loop, cosine_schedule
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # annotations only: a core install has no pandas
 
 
 def _frame(rows, columns: list[str] | None = None) -> pd.DataFrame:
@@ -48,7 +48,7 @@ def _frame(rows, columns: list[str] | None = None) -> pd.DataFrame:
         ModuleNotFoundError: pandas is not installed (the message names the extra).
     """
     try:
-        import pandas as pd
+        import pandas as pd  # [book] extra: imported when a history is made, not with the package
     except ModuleNotFoundError as err:
         raise ModuleNotFoundError("training histories are pandas DataFrames; install the book's extra: "
                                   "pip install 'infonce-book[book]'", name="pandas") from err

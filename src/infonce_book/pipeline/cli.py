@@ -148,7 +148,7 @@ _RUN_MODULES = ("pandas", "matplotlib", "papermill", "jupytext", "nbformat", "ip
 
 def _missing_book_module() -> str | None:
     """The first of :data:`_RUN_MODULES` that cannot be imported, else None."""
-    import importlib.util
+    import importlib.util  # light; only the commands that run chapters check
 
     for name in _RUN_MODULES:
         try:
@@ -172,7 +172,7 @@ def _main(argv=None) -> int:
             return _missing_extra(ModuleNotFoundError(f"No module named {missing!r}", name=missing))
     try:
         if args.command == "chapters":
-            from .toc import back_matter, executable_pages
+            from .toc import back_matter, executable_pages  # yaml ([book] extra): per command
 
             not_chapters = back_matter(root)
             for name, path in executable_pages(root).items():
@@ -181,7 +181,7 @@ def _main(argv=None) -> int:
                 print(f"{name}\t{rel}\t{kind}")
             return 0
         if args.command == "ledger":
-            from ..experiment.ledger import format_table, load_records
+            from ..experiment.ledger import format_table, load_records  # tabulate ([book] extra): per command
 
             build_dir = (args.build_dir or root / "_build").resolve()
             records = load_records(build_dir / "ledger") if (build_dir / "ledger").is_dir() else []
@@ -207,7 +207,7 @@ def _main(argv=None) -> int:
                                  edition=args.edition, log=log))
             return 0
         if args.command == "pdf":
-            from . import pdf as pdf_build
+            from . import pdf as pdf_build  # the printer's tool chain: per command
 
             made = pdf_build.build_pdfs((args.build_dir or root / "_build"), root, edition=args.edition,
                                         paper=args.paper, log=log)

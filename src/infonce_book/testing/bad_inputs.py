@@ -3,7 +3,7 @@
 :func:`bad_inputs` lists, for every validated public input (functions, classes and the
 ``infonce-book`` command line), one call that violates it, the error it must raise, and the words
 its message must contain besides the argument's name (the offending value, or the accepted
-range). ``tests/testing/test_bad_inputs.py`` runs every case and checks the error type and the
+range). ``tests/testing/test_robustness.py`` runs every case and checks the error type and the
 message; the book's page ``book/robustness.md`` renders the same list as a table in a code cell
 (:func:`markdown_table`), so the table and the tests cannot drift apart: a row exists only if a
 test exercises it. The list is written in sections (one function each, by subpackage), which
@@ -550,6 +550,6 @@ def markdown_table(cases: list[BadInput] | None = None) -> str:
                     f"{_cell(c.error_name)} |")
     n_fn = len({c.function for c in cases})
     return "\n".join(rows) + (f"\n\n{len(cases)} bad inputs of {n_fn} functions, classes and commands; each row is "
-                              f"a case of `tests/testing/test_bad_inputs.py`.\n")
+                              f"a case of `tests/testing/test_robustness.py`.\n")
 
 
