@@ -95,7 +95,7 @@ def unexpected_bernstein_bound(mean: float, mean_square: float, *, b: float, n: 
 
 
 def best_unexpected_bernstein(mean: float, mean_square: float, *, b: float, n: int, complexity: float,
-                              etas=ETAS) -> tuple[float, float]:
+                              etas: tuple[float, ...] = ETAS) -> tuple[float, float]:
     """The smallest :func:`unexpected_bernstein_bound` over the ``etas`` with ``eta b < 1``.
 
     The grid's size must be included in ``complexity`` (``+ log(len(etas))``) by the caller

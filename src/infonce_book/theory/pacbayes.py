@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special
 
 from ..utils.validation import check_k, check_scalar
@@ -29,7 +30,7 @@ from ..utils.validation import check_k, check_scalar
 __all__ = ["kl_bernoulli", "kl_inverse_upper", "log_xi", "gaussian_kl_isotropic", "pac_bayes_kl_certificate"]
 
 
-def _check_unit(x, name: str) -> float:
+def _check_unit(x: float, name: str) -> float:
     x = check_scalar(x, name, ge=0)
     if x > 1.0:
         raise ValueError(f"{name} must lie in [0, 1] (a probability or a rescaled risk), got {name}={x!r}")
@@ -134,7 +135,7 @@ def log_xi(n: int) -> float:
     return float(special.logsumexp(log_binom + a + b))
 
 
-def gaussian_kl_isotropic(mean_q, mean_p, s_q: float, s_p: float) -> float:
+def gaussian_kl_isotropic(mean_q: ArrayLike, mean_p: ArrayLike, s_q: float, s_p: float) -> float:
     """``KL(N(mean_q, s_q^2 I_P) || N(mean_p, s_p^2 I_P))`` in nats:
     ``(1/2) [P (r - 1 - log r) + |mean_q - mean_p|^2 / s_p^2]`` with ``r = s_q^2 / s_p^2``.
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import integrate
 
 from ..utils.validation import check_k, check_tau
@@ -39,7 +40,7 @@ from .exact import log_laplace_discrete
 __all__ = ["ideal_search_excess", "search_correction", "sharp_search_bias"]
 
 
-def _check_law(m, p) -> tuple[np.ndarray, np.ndarray]:
+def _check_law(m: ArrayLike, p: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     m, p = np.asarray(m, dtype=np.float64), np.asarray(p, dtype=np.float64)
     for name, a in (("m", m), ("p", p)):
         if a.ndim != 1 or a.size == 0:
@@ -57,7 +58,7 @@ def _check_law(m, p) -> tuple[np.ndarray, np.ndarray]:
     return m, p
 
 
-def ideal_search_excess(m, p, ks) -> tuple[np.ndarray, float]:
+def ideal_search_excess(m: ArrayLike, p: ArrayLike, ks: ArrayLike) -> tuple[np.ndarray, float]:
     """``w_k(m_i) - m_i`` for every value ``m_i`` of the density ratio and every k, exactly.
 
     ``w_k(v) = k v E[1/(v + S_{k-1})]`` is the density, with respect to ``pi``, of the mean
@@ -99,7 +100,7 @@ def ideal_search_excess(m, p, ks) -> tuple[np.ndarray, float]:
     return values.reshape(len(ks_arr), len(m)), float(err)
 
 
-def search_correction(m, f, p, ks, tau) -> np.ndarray:
+def search_correction(m: ArrayLike, f: ArrayLike, p: ArrayLike, ks: ArrayLike, tau: float) -> np.ndarray:
     """``E H(M_hat_k, Q_hat_k) - L_k^dec = beta E_p[f (m - w_k(m))]`` for the similarity profile f.
 
     Args:
@@ -125,7 +126,7 @@ def search_correction(m, f, p, ks, tau) -> np.ndarray:
     return -beta * (excess @ (p * f))
 
 
-def sharp_search_bias(m, p, ks, tau) -> np.ndarray:
+def sharp_search_bias(m: ArrayLike, p: ArrayLike, ks: ArrayLike, tau: float) -> np.ndarray:
     """``b*_k = beta E_p|m - w_k(m)|``: the largest ``E H(M_hat_k, Q_hat_k) - L_k^dec`` over every
     similarity function with values in ``[-1, 1]`` (attained by ``s = sign(m - w_k(m))``).
 

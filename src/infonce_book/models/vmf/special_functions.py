@@ -10,10 +10,11 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special
 
 
-def _check_dim(dim) -> int:
+def _check_dim(dim: object) -> int:
     if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
         raise TypeError(f"dim must be an integer >= 2 (the sphere S^(dim-1) in R^dim), got {dim!r}")
     if dim < 2:
@@ -21,7 +22,7 @@ def _check_dim(dim) -> int:
     return int(dim)
 
 
-def log_vmf_partition(dim: int, b) -> np.ndarray:
+def log_vmf_partition(dim: int, b: ArrayLike) -> np.ndarray:
     """``log Z_p(b)`` with ``Z_p(b) = E_{y ~ unif(S^{p-1})} e^{b <x,y>}``, ``p = dim``.
 
     ``Z_p(b) = Gamma(p/2) (2/b)^{p/2-1} I_{p/2-1}(b)`` (for p = 3: ``sinh(b)/b``). Computed in log
@@ -86,7 +87,7 @@ def _log_bessel_i_orders(orders: np.ndarray, x: float) -> np.ndarray:
     return out
 
 
-def mean_resultant_length(dim: int, kappa) -> np.ndarray:
+def mean_resultant_length(dim: int, kappa: ArrayLike) -> np.ndarray:
     """``A_p(kappa) = I_{p/2}(kappa) / I_{p/2-1}(kappa) = E <x, x+>`` for ``x+ ~ vMF(x, kappa)``."""
     dim = _check_dim(dim)
     kappa = np.asarray(kappa, dtype=np.float64)

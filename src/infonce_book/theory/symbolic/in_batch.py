@@ -18,7 +18,7 @@ gamma_pair = sp.Symbol("gamma", real=True)  # Cov(V, V' | x): the two views of o
 delta_pair = sp.Symbol("lambda_3", real=True)  # E[(V - 1)^2 (V' - 1) | x], printed lambda_3
 
 
-def ntxent_bias_coefficients(order: int = 2):
+def ntxent_bias_coefficients(order: int = 2) -> tuple[sp.Expr, ...]:
     """``c_1^NT`` and ``c_2^NT`` of NT-Xent's bias, ``k = 2B - 2`` negatives in ``B - 1`` i.i.d.
     pairs of views (book, Proposition ``c1-prop-ntxent``).
 
@@ -34,7 +34,7 @@ def ntxent_bias_coefficients(order: int = 2):
     return tuple(sp.expand(c.xreplace(q)) for c in coeffs)
 
 
-def pair_block_third_moment():
+def pair_block_third_moment() -> sp.Expr:
     """``E Q^3 = (v3 + 3 delta)/4`` for ``Q = (a + b)/2`` with ``(a, b)`` exchangeable, centred,
     ``E a^3 = v3`` and ``E a^2 b = E a b^2 = delta``: returns the expanded ``E (a + b)^3 / 8`` with
     the moments substituted (sympy expands the cube; nothing is typed in but the moments)."""
@@ -44,7 +44,7 @@ def pair_block_third_moment():
     return sp.expand(sum(c * moment[mon] for mon, c in zip(cube.monoms(), cube.coeffs())))
 
 
-def vmf3_pair_moment():
+def vmf3_pair_moment() -> tuple[sp.Expr, sp.Expr, tuple[dict, dict]]:
     """``E[W W' | a]`` on ``S^2`` for the two views ``x_j``, ``x_j^+`` of another pair (book,
     Proposition ``c1-prop-ntxent``): with ``t = <a, x_j>`` uniform on [-1, 1],
     ``E[e^{beta <a, x_j^+>} | x_j] = Z(|kappa x_j + beta a|)/Z(kappa)`` and the substitution
