@@ -58,7 +58,8 @@ def download_wheels(dest: Path, python_version: str, platforms: list[str]) -> in
     reqs = requirements(exclude=NOT_CARRIED)
     (dest / "requirements.txt").write_text("\n".join(reqs) + "\n", encoding="utf-8")
     cmd = [sys.executable, "-m", "pip", "download", "--dest", str(dest), "--only-binary=:all:",
-           "--python-version", python_version, *[f"--platform={p}" for p in platforms], "-r", str(dest / "requirements.txt")]
+           "--python-version", python_version, *[f"--platform={p}" for p in platforms],
+           "-r", str(dest / "requirements.txt")]
     print("+ " + " ".join(cmd), flush=True)
     return subprocess.call(cmd)
 
@@ -129,7 +130,8 @@ class Check:
                  "'gpu': torch.cuda.get_device_name(0) if c else None}))")
         proc = subprocess.run([self.python, "-c", probe], cwd=ROOT, env=self.env, capture_output=True, text=True)
         info.update(json.loads(proc.stdout) if proc.returncode == 0 else {"error": proc.stderr[-2000:]})
-        info["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        git = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        info["commit"] = git.stdout.strip()
         (self.out / "environment.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
         cuda_ok = info.get("cuda_available") or not self.args.device.startswith("cuda")
         return proc.returncode == 0 and cuda_ok, f"torch {info.get('torch')}, cuda {info.get('cuda_build')}, " \
@@ -206,7 +208,8 @@ def main(argv=None) -> int:
             "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "linux_x86_64"])
     if args.rehearse:
         args.device, args.profile = "cpu", "smoke"
-    args.out = args.out or (args.work / "rehearsal" if args.rehearse else ROOT / "benchmarks" / "results" / "cuda" / "check")
+    default_out = args.work / "rehearsal" if args.rehearse else ROOT / "benchmarks" / "results" / "cuda" / "check"
+    args.out = args.out or default_out
     check = Check(args)
     try:
         return check.run()

@@ -150,7 +150,8 @@ def test_no_package_import_is_hidden_inside_a_function_and_heavy_imports_say_why
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top:
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or "."]
-                package = node.__class__ is ast.ImportFrom and node.level or any(n.startswith("infonce_book") for n in names)
+                package = (node.__class__ is ast.ImportFrom and node.level
+                           or any(n.startswith("infonce_book") for n in names))
                 if package and module in LAZY_PACKAGE_IMPORTS and "#" in lines[node.lineno - 1]:
                     continue  # the command line imports what a command needs when it runs (and says so)
                 if package:

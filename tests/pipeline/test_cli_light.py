@@ -32,7 +32,8 @@ _NO_PANDAS = "import sys; sys.modules['pandas'] = None\n"
 
 
 def _run(code: str, *args: str) -> tuple[subprocess.CompletedProcess, float]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p),
+    path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path,
            "INFONCE_BOOK_ROOT": str(ROOT)}
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=ROOT, capture_output=True, text=True,

@@ -98,8 +98,8 @@ def test_a_chapters_kernel_is_the_pipelines_interpreter_whatever_kernelspec_is_i
     (root / "book").mkdir(parents=True)
     (root / "src").mkdir()
     (root / "book" / "intro.md").write_text("# Intro\n")
-    (root / "book" / "ok.md").write_text(HEADER + "\n# A chapter\n" + PARAMETERS
-                                         + "\n```{code-cell} ipython3\nimport sys\nprint('kernel:', sys.executable)\n```\n")
+    cell = "\n```{code-cell} ipython3\nimport sys\nprint('kernel:', sys.executable)\n```\n"
+    (root / "book" / "ok.md").write_text(HEADER + "\n# A chapter\n" + PARAMETERS + cell)
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/ok\n")
     res = pipeline.run_chapter("ok", profile="smoke", device="cpu", root=root, log=lambda m: None)
     import nbformat

@@ -40,9 +40,11 @@ def test_the_recorded_times_are_of_chapters_that_exist():
 def test_the_readme_table_shows_each_chapter_and_the_total(tmp_path):
     recorded = {"machine": {"cpu": "X", "cores": 2, "python": "3.11", "torch": "2"},
                 "threads": {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"},
-                "profiles": {"smoke": {"recorded": "2026-01-01", "commit": "abc", "load_average": {"before": 0.5, "after": 1.0},
+                "profiles": {"smoke": {"recorded": "2026-01-01", "commit": "abc",
+                                       "load_average": {"before": 0.5, "after": 1.0},
                                        "seconds": {"a": 30.0, "b": 100.0}},
-                             "standard": {"recorded": "2026-01-01", "commit": "abc", "load_average": {"before": 0.5, "after": 1.0},
+                             "standard": {"recorded": "2026-01-01", "commit": "abc",
+                                          "load_average": {"before": 0.5, "after": 1.0},
                                           "seconds": {"a": 60.0, "b": 200.0}}}}
     table = timings.readme_table(recorded, ["a", "b"])
     assert "| `a` | 30 s | 60 s |" in table and "| `b` | 100 s | 3.3 min |" in table
@@ -74,10 +76,12 @@ def test_the_chapter_kernel_runs_with_those_settings_and_knows_it_is_under_the_p
     project = minimal_project(tmp_path)
     (project / "book" / "ok.md").write_text(OK_CHAPTER.replace(
         'print(f"ran with {profile} {device} {seed}")',
-        'import os\nprint([os.environ.get(k) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "INFONCE_BOOK_PIPELINE")])'))
+        'import os\nprint([os.environ.get(k) for k in '
+        '("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "INFONCE_BOOK_PIPELINE")])'))
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     res = pipeline.run_chapter("ok", profile="smoke", device="cpu", root=project, log=lambda m: None)
-    out = "".join(o.get("text", "") for c in nbformat.read(res.notebook, as_version=4).cells for o in c.get("outputs", []))
+    cells = nbformat.read(res.notebook, as_version=4).cells
+    out = "".join(o.get("text", "") for c in cells for o in c.get("outputs", []))
     assert f"['{pipeline.available_cores()}', 'PASSIVE', '1']" in out
     assert "OMP_WAIT_POLICY" not in __import__("os").environ  # the test process is left as it was

@@ -312,8 +312,8 @@ def test_same_seed_gives_identical_tables_and_ledger_records_in_three_chapters()
         runs.append((
             c1_rate.monte_carlo.uncached(c1_rate.RateSetup(tau=0.5), VonMisesFisher(3, 4.0), [4, 16, 64], 300, "cpu", 7,
                                          batch_size=128),
-            c2_search.retrieval.uncached(c2_search.SearchSetup(tau=0.5, distortion=1.5), VonMisesFisher(3, 4.0), [4, 16],
-                                         200, "cpu", 7),
+            c2_search.retrieval.uncached(c2_search.SearchSetup(tau=0.5, distortion=1.5), VonMisesFisher(3, 4.0),
+                                         [4, 16], 200, "cpu", 7),
             c3_temperature.kl_sweep.uncached(c3_temperature.TemperatureSetup(), [0.5, 2.0], 16, 32, "cpu", 7),
         ))
     for first, second in zip(*runs):
@@ -399,7 +399,8 @@ def test_an_interrupted_run_leaves_no_half_result_and_the_next_run_recovers(tmp_
     env.pop("INFONCE_BOOK_LEDGER_DIR", None)
     build = root / "_build"
     run = lambda seed: CLI + ["run", "slow", "--profile", "smoke", "--device", "cpu", "--seed", str(seed)]  # noqa: E731
-    outputs = [build / "notebooks" / "slow.ipynb", build / "notebooks" / "slow.run.json", build / "ledger" / "slow.json"]
+    outputs = [build / "notebooks" / "slow.ipynb", build / "notebooks" / "slow.run.json",
+               build / "ledger" / "slow.json"]
     if previous:  # a first, successful run (seed 0), whose result must survive
         assert subprocess.run(run(0), env=env, capture_output=True, text=True).returncode == 0
         (root / "started").unlink()

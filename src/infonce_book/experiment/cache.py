@@ -37,7 +37,8 @@ def cached(fn):
 
     @functools.wraps(fn)
     def wrapper(use_cache: bool = True, **config):
-        key = hashlib.sha256(json.dumps({"fn": f"{fn.__module__}.{fn.__qualname__}", "config": config, "src": source_hash()},
+        key = hashlib.sha256(json.dumps({"fn": f"{fn.__module__}.{fn.__qualname__}", "config": config,
+                                         "src": source_hash()},
                                         sort_keys=True, default=_key_default).encode()).hexdigest()[:24]
         module = fn.__module__.removeprefix("infonce_book.").removeprefix("chapters.")
         path = cache_dir() / f"{module}.{fn.__name__}-{key}.pkl"  # e.g. c5_generalisation.runners.train_cell-...

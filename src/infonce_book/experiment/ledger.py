@@ -70,8 +70,10 @@ FIELDS = ("claim", "id", "chapter", "params", "quantity", "predicted", "measured
 #: The kinds of verdict rule, and what each tests (the reproducibility appendix shows this table).
 KINDS = {
     "two-sided": "the interval of the measured value contains the predicted value",
-    "one-sided": "one end of the interval (or the measured value itself) lies on the stated side of the predicted value",
-    "bound": "the predicted value is a bound, and the measured value (or one end of its interval) lies on its side of it",
+    "one-sided": ("one end of the interval (or the measured value itself) lies on the stated side of the "
+                  "predicted value"),
+    "bound": ("the predicted value is a bound, and the measured value (or one end of its interval) lies on its "
+              "side of it"),
     "equivalence": "the interval lies within a margin, declared before the run, of the predicted value",
     "exact": "the predicted value lies within the numerical error band of a deterministic (not sampled) value",
 }

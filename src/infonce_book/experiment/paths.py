@@ -84,7 +84,8 @@ def git_commit(root=None) -> str:
         sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
                              text=True, encoding="utf-8", errors="replace", timeout=10, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=10).stdout.strip()
+                               capture_output=True, text=True, encoding="utf-8", errors="replace",
+                               timeout=10).stdout.strip()
         return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"

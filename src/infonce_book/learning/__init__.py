@@ -35,7 +35,8 @@ from .training import (
     fit_temperature,
 )
 
-__all__ = ["BallLinear", "BallMLP", "FrobeniusLinear", "NormalisedLinear", "SphereMLP", "SphereMLPEnsemble", "loss_per_tuple",
+__all__ = ["BallLinear", "BallMLP", "FrobeniusLinear", "NormalisedLinear", "SphereMLP", "SphereMLPEnsemble",
+           "loss_per_tuple",
            "reference_embedding", "adam_loop", "cosine_schedule",
            "empirical_rademacher", "EnsembleFitResult", "FitResult", "PlateauStop", "fit", "fit_ensemble",
            "fit_linear_embedding", "fit_linear_embeddings", "fit_temperature",

@@ -142,7 +142,8 @@ def fit_linear_embeddings(model, taus, *, n_sets: int, n_train: int, k: int, ste
     """
     _check_sphere_model(model)
     taus = [check_tau(t) for t in np.atleast_1d(taus)]
-    n_sets, k, n_train, steps = check_k(n_sets, "n_sets"), check_k(k), check_k(n_train, "n_train"), check_k(steps, "steps")
+    n_sets, k = check_k(n_sets, "n_sets"), check_k(k)
+    n_train, steps = check_k(n_train, "n_train"), check_k(steps, "steps")
     n_test = check_scalar(n_test, "n_test", ge=2, integer=True, why="a standard error needs two tuples")
     lr = check_scalar(lr, "lr", gt=0)
     seed = check_seed(seed)

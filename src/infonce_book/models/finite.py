@@ -223,7 +223,8 @@ class FiniteModel(ReferenceModel):
         ``"laplace"`` (exact for any k: ``L_inf - beta * SNIS bias + E log T_dec`` by 1-D
         integrals), ``"monte_carlo"`` (a 95% interval), or ``"auto"`` (enumeration when
         ``N^k <= 20000``, else laplace). Returns a :class:`SearchCrossEntropy` whose ``method``
-        says which was used. Returns an :class:`~infonce_book.theory.stats.Estimate`. Source: book, Chapter 2, Theorem ``c2-thm-search``.
+        says which was used. Returns an :class:`~infonce_book.theory.stats.Estimate`. Source: book,
+        Chapter 2, Theorem ``c2-thm-search``.
         """
         k = check_k(k, meaning="database size")
         tau = check_tau(tau)

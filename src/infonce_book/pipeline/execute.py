@@ -8,7 +8,8 @@ interpreter running the pipeline and runs with :func:`~infonce_book.pipeline.ker
 (``INFONCE_BOOK_PIPELINE=1``, one thread per core, passive OpenMP wait).
 
 A chapter whose source, parameters and ``src/`` are unchanged since its last successful run is
-skipped (its key holds :func:`~infonce_book.experiment.paths.source_hash` of ``src/``): jupyter-cache keys ignore imported code (jupyter-book #1633).
+skipped (its key holds :func:`~infonce_book.experiment.paths.source_hash` of ``src/``): jupyter-cache
+keys ignore imported code (jupyter-book #1633).
 """
 
 from __future__ import annotations

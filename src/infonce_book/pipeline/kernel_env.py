@@ -1,8 +1,9 @@
 """The environment a chapter runs in: the pipeline's variables and the kernel's thread settings.
 
 :func:`chapter_env` is what the pipeline sets for a chapter's kernel (papermill,
-:func:`infonce_book.pipeline.execute.run_chapter`): ``INFONCE_BOOK_PIPELINE=1`` (figures only glued, not also displayed), the root, build and ledger
-folders, no progress bars, the matplotlib backend, and :func:`kernel_thread_env`.
+:func:`infonce_book.pipeline.execute.run_chapter`): ``INFONCE_BOOK_PIPELINE=1`` (figures only
+glued, not also displayed), the root, build and ledger folders, no progress bars, the matplotlib
+backend, and :func:`kernel_thread_env`.
 
 Standard library only: the thread variables must be set before NumPy or torch is imported.
 """

@@ -151,7 +151,8 @@ def ledger_markdown(records: list[dict]) -> str:
     if not per_record_run:
         lines += [f"Every record comes from a run with profile `{runs[0][0]}`, device `{runs[0][1]}`, "
                   f"seed `{runs[0][2]}`.", ""]
-    header = "| id | quantity | predicted | measured | interval | test | verdict |" + (" run |" if per_record_run else "")
+    header = ("| id | quantity | predicted | measured | interval | test | verdict |"
+              + (" run |" if per_record_run else ""))
     for chapter in dict.fromkeys(r["chapter"] for r in records):
         rows = [r for r in records if r["chapter"] == chapter]
         lines += [f"### `{chapter}`", "", _counts(rows), "", header,

@@ -30,5 +30,6 @@ from .toc import UnknownChapter, back_matter, chapters, executable_pages, resolv
 
 __all__ = ["BOOK_PDF", "EDITIONS", "GENERATED_SECTIONS", "MARKER", "PDF_PLACEHOLDER", "PIPELINE_VERSION",
            "THREAD_VARIABLES", "ChapterError", "RunResult", "UnknownChapter", "assemble_site", "available_cores",
-           "back_matter", "build", "chapter_env", "chapters", "executable_pages", "html_dir", "kernel_thread_env", "record_timings",
+           "back_matter", "build", "chapter_env", "chapters", "executable_pages", "html_dir", "kernel_thread_env",
+           "record_timings",
            "resolve_chapter", "run_chapter", "site_dir", "toc_files"]

@@ -1,8 +1,8 @@
 """Recorded chapter times: one file that the README's table and every page's rerun box both read.
 
-``infonce-book timings record`` (:func:`infonce_book.pipeline.build.record_timings`) executes every chapter (``--force``, into a fresh build folder, so
-with an empty experiment cache) at the smoke and the standard profile on the CPU, one after the
-other, and writes :data:`TIMES_FILE` (``benchmarks/results/cpu/chapter_times.json``): the seconds
+``infonce-book timings record`` (:func:`infonce_book.pipeline.build.record_timings`) executes every
+chapter (``--force``, into a fresh build folder, so with an empty experiment cache) at the smoke
+and the standard profile on the CPU, one after the other, and writes :data:`TIMES_FILE` (``benchmarks/results/cpu/chapter_times.json``): the seconds
 per chapter and profile, the machine (CPU model, cores), the thread settings the kernels ran
 with, the load average before and after (other processes on the machine slow chapters down) and
 the commit. It then rewrites the README's table between the markers

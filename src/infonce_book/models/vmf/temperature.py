@@ -30,7 +30,8 @@ class TemperatureClosedForms:
         """``1/kappa``: the temperature at which ``Q_tau = M`` and ``L_inf(tau)`` is minimal
         (``dL_inf/dbeta = A_p(beta) - A_p(kappa)``). Raises for kappa = 0 (no finite optimum)."""
         if self.kappa == 0.0:
-            raise ValueError("optimal_tau: kappa = 0 has no finite optimal temperature (L_inf decreases to 0 as tau -> inf)")
+            raise ValueError("optimal_tau: kappa = 0 has no finite optimal temperature "
+                             "(L_inf decreases to 0 as tau -> inf)")
         return 1.0 / self.kappa
 
     def search_approximation_error(self, tau) -> float:

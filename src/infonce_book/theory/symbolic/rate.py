@@ -177,7 +177,8 @@ def log_lower_bound_derivative():
 
     For ``t >= a`` the sign is that of ``t - 1``; with ``0 < a <= 1`` the bracket is therefore
     minimal at ``t = 1``, where it vanishes: ``log t >= (t-1) - (t-1)^2/(2a)`` for all ``t >= a``
-    (book, Lemma ``c1-lem-log``; the condition ``a <= 1`` is needed). With ``a <= 1`` the same holds with ``2a^2`` in place of ``2a`` (weaker).
+    (book, Lemma ``c1-lem-log``; the condition ``a <= 1`` is needed). With ``a <= 1`` the same holds
+    with ``2a^2`` in place of ``2a`` (weaker).
     """
     f = sp.log(t) - (t - 1) + (t - 1) ** 2 / (2 * a)
     return sp.factor(sp.together(sp.diff(f, t)))
