@@ -75,6 +75,7 @@ def test_third_order_table_measures_c3_at_moderate_k():
     assert row["c3"] == pytest.approx(0.9804516, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_in_batch_records_are_bonferroni_and_the_richardson_constant(tmp_path, monkeypatch):
     monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
     led = Ledger("c1_rate", "smoke", "cpu", 0)

@@ -44,6 +44,7 @@ def test_the_loss_curvature_is_at_least_minus_kappa_r_on_random_tuples(radius):
     assert SIMILARITY_CURVATURE == pytest.approx(4.309401076758503, rel=1e-15)
 
 
+@pytest.mark.slow
 def test_the_derandomisation_inequality_holds_per_tuple():
     # Proposition c5-prop-derandomise: l(theta_bar) <= E_rho l(theta) + cost, E_rho by 200,000 draws
     model, tau, k = VonMisesFisher(3, 2.0), 0.5, 8
@@ -84,6 +85,7 @@ def test_the_holdout_certificate_covers_the_mean_in_repeated_samples():
         holdout_certificate(np.array([0.0, 5.0]), np.array([0.0, 1.0]), upper=4.0, delta=0.1)
 
 
+@pytest.mark.slow
 def test_the_bernstein_certificate_bounds_the_risk_of_its_posterior_and_its_mean():
     # one training set; the true risks estimated on 200,000 fresh tuples (they must lie below the bounds)
     model, tau, k, n = VonMisesFisher(3, 2.0), 0.5, 8, 512

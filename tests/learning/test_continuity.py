@@ -203,6 +203,7 @@ def _vmf_data(n, k, seed=0, dim=3):
     return m.sample_tuples(n, k, generator=gen)
 
 
+@pytest.mark.slow
 def test_rademacher_estimate_is_nonnegative_below_the_bound_and_linear_in_the_radius():
     data = _vmf_data(64, 4)
     values = {}

@@ -177,6 +177,7 @@ CLASSES = {"NormalisedLinear": (lambda: NormalisedLinear(3, 0.5), VonMisesFisher
            "BallMLP": (lambda: BallMLP(8, 16, 4, radius=0.5), GaussianModel(8, 0.8))}
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(cls=st.sampled_from(sorted(CLASSES)), tau=st.sampled_from([0.5, 1.0, 10.0]), k=st.sampled_from([1, 2, 16, 64]),
        variant=variants, seed=st.integers(0, 2**31 - 1))
@@ -246,6 +247,7 @@ def test_vector_contraction_bound_hand_value_and_k_uniformity():
                                 rel=1e-14)
 
 
+@pytest.mark.slow
 def test_vector_contraction_bound_lies_above_the_rademacher_estimate():
     """The empirical Rademacher estimate is a lower estimate of R_hat_n; the bound must lie above
     the upper end of its interval (NormalisedLinear on vMF data, and BallLinear on Gaussian data

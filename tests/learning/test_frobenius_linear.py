@@ -53,6 +53,7 @@ def test_bad_input():
         FrobeniusLinear(3, 2, 1.0)(torch.full((2, 3), 1.0, dtype=torch.float64))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [3, 12])
 def test_rademacher_lower_estimate_below_dimension_free_bound(d):
     model = VonMisesFisher(dim=d, kappa=4.0)

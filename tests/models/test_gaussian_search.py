@@ -22,6 +22,7 @@ def test_density_ratio_second_moment_matches_monte_carlo():
     assert model.chi2_second_moment() == pytest.approx((1 - 0.36) ** -2, rel=1e-14)
 
 
+@pytest.mark.slow
 def test_exact_gap_is_accurate_and_bounded_and_matches_monte_carlo():
     model = GaussianModel(2, 0.5)
     r = model.exact_search_gap_of_direction([1, 4, 64], 0.5, n_r=12, n_theta=20, per_panel=3)

@@ -115,6 +115,7 @@ def test_best_approximation_error_regimes():
     assert above["value"] == pytest.approx(above["identity"], abs=1e-9)
 
 
+@pytest.mark.slow
 def test_decoupled_minimiser_is_the_argmin_of_the_exact_decoupled_risk():
     model = VonMisesFisher(3, 4.0)
     res = optimize.minimize_scalar(lambda t: model.exact_centred_risk(16, t, "decoupled"), bounds=(0.05, 0.5),

@@ -6,16 +6,13 @@ closed-form moments before they are trusted.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import special
 
 from ...theory.exact import N_NODES, DiscreteLaws, ein, exp1_from_log
+from .core import VmfCore
 from .special_functions import mean_resultant_length
-
-if TYPE_CHECKING:
-    from .model import VonMisesFisher
 
 # Relative agreement that the vMF laws on the quadrature nodes must reach with the closed forms
 # (the first two moments of W/mu under the data and the positive-pair laws, and the mean cosine of
@@ -35,7 +32,7 @@ class SimilarityLaws(DiscreteLaws):
     ``E V+^j = Z(kappa + j beta) / (Z(kappa) Z(beta)^j)``, ``A_p(kappa)``).
     """
 
-    def __init__(self, model: VonMisesFisher, beta: float, n_nodes: int = N_NODES, closed_form: bool = True) -> None:
+    def __init__(self, model: VmfCore, beta: float, n_nodes: int = N_NODES, closed_form: bool = True) -> None:
         p = model.dim
         alpha = (p - 3.0) / 2.0
         nodes, weights = special.roots_jacobi(n_nodes, alpha, alpha)
