@@ -53,7 +53,8 @@ from .distributed import gather_with_grad
 from .explicit import info_nce, info_nce_from_similarities, info_nce_streaming
 from .in_batch import info_nce_in_batch, nt_xent
 from .modules import InBatchInfoNCELoss, InfoNCELoss, NTXentLoss
+from .supcon import SupConLoss, supcon
 
 __all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "InBatchInfoNCELoss", "InfoNCELoss", "NTXentLoss",
-           "gather_with_grad", "info_nce", "info_nce_from_similarities", "info_nce_in_batch", "info_nce_streaming",
-           "nt_xent"]
+           "SupConLoss", "gather_with_grad", "info_nce", "info_nce_from_similarities", "info_nce_in_batch",
+           "info_nce_streaming", "nt_xent", "supcon"]

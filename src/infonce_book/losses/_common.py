@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import math
 import threading
 
 import torch
@@ -126,6 +127,52 @@ def split_tau(tau):
         value = check_tau(tau.detach())
         return value, (tau.reshape(()) if tau.requires_grad else None)
     return check_tau(tau), None
+
+
+def temperature_of(tau, logit_scale):
+    """``(tau_value, tau_tensor, scale)``: the temperature given as ``tau`` (:func:`split_tau`;
+    ``scale`` None) or as CLIP's ``logit_scale = log(1/tau)`` (a 0-d float tensor; then
+    ``(None, None, logit_scale)``, its value checked finite with value checks). Exactly one of the
+    two must be given (ValueError, TypeError)."""
+    if logit_scale is None:
+        if tau is None:
+            raise TypeError("the temperature is missing: pass tau (a float or 0-d tensor > 0) or logit_scale "
+                            "(a 0-d tensor, log(1/tau))")
+        return (*split_tau(tau), None)
+    if tau is not None:
+        raise ValueError(f"pass tau or logit_scale, not both; got tau={tau!r} and a logit_scale")
+    if not isinstance(logit_scale, torch.Tensor) or logit_scale.numel() != 1 or not torch.is_floating_point(
+            logit_scale):
+        raise TypeError(f"logit_scale must be a floating-point tensor with one element (log(1/tau), as CLIP's "
+                        f"logit_scale), got {logit_scale!r}")
+    if values_checked():
+        value = float(logit_scale.detach())
+        if not math.isfinite(value):
+            raise ValueError(f"logit_scale must be finite (log(1/tau)), got logit_scale={value!r}")
+    return None, None, logit_scale.reshape(())
+
+
+def scale_factor(scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``exp(scale)`` (``1/tau``) as a 0-d tensor of ``dtype``; with value checks, OverflowError
+    where it exceeds the largest number of ``dtype`` (its value was read by :func:`temperature_of`,
+    the factor itself is not read again: an exp of a finite float is computed on the host)."""
+    factor = torch.exp(scale.to(dtype))
+    if values_checked():
+        value = float(scale.detach())
+        big = torch.finfo(dtype).max
+        if value > math.log(big):
+            hint = "" if dtype == torch.float64 else " or accumulate=torch.float64"
+            raise OverflowError(f"logit_scale={value!r} is too large for {dtype}: 1/tau = exp(logit_scale) exceeds "
+                                f"its largest number {big:.3g}; clamp the scale (CLIP: at log 100){hint}")
+    return factor
+
+
+def fold_scale(x: torch.Tensor, factor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x exp(logit_scale)`` in ``dtype`` (``factor`` from :func:`scale_factor`): the kernels then
+    run at temperature 1 on the scaled anchors, and the gradient in the scale,
+    ``<grad x', x'>``, is never routed through ``tau = exp(-s)`` (whose own gradient overflows
+    where ``1/tau`` nears the top of the range while the scale's gradient is representable)."""
+    return x.to(dtype) * factor
 
 
 def fold_temperature(x: torch.Tensor, tau_tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -94,7 +94,7 @@ from __future__ import annotations
 
 import torch
 
-from ..utils.validation import check_bool, check_float_tensor, check_unit_norm
+from ..utils.validation import check_bool, check_float_tensor
 from ._common import (
     ACCUMULATE_DTYPES,
     REDUCTIONS,
@@ -105,14 +105,18 @@ from ._common import (
     check_negatives,
     check_options,
     finite_loss,
+    fold_scale,
     fold_temperature,
     inverse_temperature,
+    scale_factor,
     split_tau,
+    temperature_of,
     values_checked,
     without_autocast,
     zero_loss,
 )
 from ._embedding import embedding_loss
+from ._norm_checks import check_unit_norm
 from ._logsumexp import RunningLogSumExp, centred_logits
 from ._similarity import similarity_loss
 
@@ -261,8 +265,10 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
 
 
 @without_autocast
-def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction="mean", chunk_size=None,
-             require_unit_norm=True, accumulate=None, check_values=True):
+def info_nce(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor,
+             tau: float | torch.Tensor | None = None, *, variant: str = "standard", reduction: str = "mean",
+             chunk_size: int | None = None, require_unit_norm: bool = True, accumulate: torch.dtype | None = None,
+             check_values: bool = True, logit_scale: torch.Tensor | None = None) -> torch.Tensor:
     """InfoNCE loss with k negatives (book eq. ``notation-infonce``), from embeddings.
 
     Args:
@@ -328,17 +334,20 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
     accumulate = check_accumulate(accumulate, anchor.device)
     _check_embedding_shapes(anchor, positive, negatives, allow_no_negative=variant == "standard")
     require_unit_norm = require_unit_norm and checked
-    tau_value, tau_tensor = split_tau(tau)
+    tau_value, tau_tensor, scale = temperature_of(tau, logit_scale)
     dtype = accumulation_dtype(accumulate, anchor, positive, negatives)
     if negatives.shape[-2] == 0:  # standard variant, no negative: log(e^0) = 0 in every row
         for x, name in ((anchor, "anchor"), (positive, "positive")) if require_unit_norm else ():
             check_unit_norm(x, name)
-        return zero_loss(anchor.shape[0], dtype, reduction, anchor, positive, negatives, tau_tensor)
-    if tau_value is None:  # a tensor tau, not read: the anchors divided by it on the device
-        anchor, tau_value, tau_tensor = fold_temperature(anchor, tau_tensor, dtype), 1.0, None
+        return zero_loss(anchor.shape[0], dtype, reduction, anchor, positive, negatives,
+                         tau_tensor if scale is None else scale)
     # With require_unit_norm the negatives are checked chunk by chunk as they are scored (a
     # separate pass over a (k, d) matrix costs about as much as scoring it against a small batch).
     unit_norm = ((anchor, "anchor"), (positive, "positive")) if require_unit_norm else ()
+    if scale is not None:  # CLIP's logit_scale: the anchors times exp(scale), at temperature 1
+        anchor, tau_value, tau_tensor = fold_scale(anchor, scale_factor(scale, dtype), dtype), 1.0, None
+    elif tau_value is None:  # a tensor tau, not read: the anchors divided by it on the device
+        anchor, tau_value, tau_tensor = fold_temperature(anchor, tau_tensor, dtype), 1.0, None
     return embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant == "standard", chunk_size,
                           dtype, reduction, unit_norm, require_unit_norm)
 

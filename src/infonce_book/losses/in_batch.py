@@ -26,25 +26,30 @@ negative: its standard loss is exactly 0, with zero gradient; the decoupled vari
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import torch
 
-from ..utils.validation import check_bool, check_float_tensor, check_unit_norm
+from ..utils.validation import check_bool, check_float_tensor
 from ._common import (
     accumulation_dtype,
     check_accumulate,
     check_chunk_size,
     check_options,
     finite_loss,
+    fold_scale,
     fold_temperature,
     inverse_temperature,
-    split_tau,
+    scale_factor,
+    temperature_of,
     values_checked,
     without_autocast,
     zero_loss,
 )
 from ._embedding import embedding_loss
+from ._norm_checks import check_unit_norm
 from ._gather import all_gather_with_grad, local_offset
+from ._labelled import masked_in_batch
 from ._pairwise import PairwiseInfoNCE, pairwise_tile
 
 __all__ = ["info_nce_in_batch", "nt_xent"]
@@ -75,9 +80,14 @@ def _candidates(xs, group):
     return [all_gather_with_grad(x, group) for x in xs], local_offset(xs[0].shape[0], group)
 
 
-def _anchors(xs, tau_value, tau_tensor, dtype):
+def _anchors(xs, tau_value, tau_tensor, dtype, scale=None):
     """``(anchors, tau_value, tau_tensor)``: ``xs`` and the temperature as given, or, for a tensor
-    tau not read on the host (``tau_value`` None), ``xs`` divided by it on the device and tau 1."""
+    tau not read on the host (``tau_value`` None), ``xs`` divided by it on the device and tau 1;
+    for a ``logit_scale`` (``scale``), ``xs`` times ``exp(scale)`` and tau 1
+    (:func:`._common.fold_scale`)."""
+    if scale is not None:
+        factor = scale_factor(scale, dtype)
+        return [fold_scale(x, factor, dtype) for x in xs], 1.0, None
     if tau_value is not None:
         return xs, tau_value, tau_tensor
     return [fold_temperature(x, tau_tensor, dtype) for x in xs], 1.0, None
@@ -103,8 +113,13 @@ def _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor, require_un
 
 
 @without_autocast
-def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduction="mean", chunk_size=None,
-                      require_unit_norm=True, accumulate=None, gather=False, group=None, check_values=True):
+def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None = None, *,
+                      symmetric: bool = True, variant: str = "standard", reduction: str = "mean",
+                      chunk_size: int | None = None, require_unit_norm: bool = True,
+                      accumulate: torch.dtype | None = None, gather: bool = False, group: Any = None,
+                      check_values: bool = True, labels: torch.Tensor | None = None,
+                      negatives: torch.Tensor | None = None,
+                      logit_scale: torch.Tensor | None = None) -> torch.Tensor:
     """In-batch InfoNCE over the logits ``z1 z2^T / tau`` (CLIP's loss; ``symmetric=True``: both
     directions averaged, as CLIP does).
 
@@ -162,17 +177,21 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
     check_bool(symmetric, "symmetric")
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
-    tau_value, tau_tensor = split_tau(tau)
+    tau_value, tau_tensor, scale = temperature_of(tau, logit_scale)
+    if labels is not None or negatives is not None:
+        return masked_in_batch("clip", z1, z2, labels, negatives, tau_value, tau_tensor, scale, symmetric=symmetric,
+                               variant=variant, reduction=reduction, chunk_size=chunk_size,
+                               require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group)
     if not gather:
         return _pairwise(z1, z2, None, symmetric, variant, reduction, chunk_size, require_unit_norm, accumulate,
-                         tau_value, tau_tensor, z1, z2)
+                         tau_value, tau_tensor, z1, z2, scale)
     (c1, c2), offset = _candidates((z1, z2), group)
     dtype, B = accumulation_dtype(accumulate, z1, z2), z1.shape[0]
     if c2.shape[0] < 2:
-        return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor, require_unit_norm and values_checked(),
-                            "in-batch InfoNCE")
+        return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor if scale is None else scale,
+                            require_unit_norm and values_checked(), "in-batch InfoNCE")
     include_positive = variant == "standard"
-    (a1, a2), tau_value, tau_tensor = _anchors((z1, z2), tau_value, tau_tensor, dtype)
+    (a1, a2), tau_value, tau_tensor = _anchors((z1, z2), tau_value, tau_tensor, dtype, scale)
     exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
     unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()  # gathered: all raise alike
     rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype,
@@ -186,8 +205,11 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
 
 
 @without_autocast
-def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=None, require_unit_norm=True,
-            accumulate=None, gather=False, group=None, check_values=True):
+def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None = None, *,
+            variant: str = "standard", reduction: str = "mean", chunk_size: int | None = None,
+            require_unit_norm: bool = True, accumulate: torch.dtype | None = None, gather: bool = False,
+            group: Any = None, check_values: bool = True, labels: torch.Tensor | None = None,
+            negatives: torch.Tensor | None = None, logit_scale: torch.Tensor | None = None) -> torch.Tensor:
     """SimCLR's NT-Xent loss over the ``2B`` views of ``B`` pairs.
 
     The views are ``v = (z1_1, ..., z1_B, z2_1, ..., z2_B)``. View ``i``'s positive is its pair
@@ -234,19 +256,23 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
     chunk_size = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
-    tau_value, tau_tensor = split_tau(tau)
+    tau_value, tau_tensor, scale = temperature_of(tau, logit_scale)
+    if labels is not None or negatives is not None:
+        return masked_in_batch("nt_xent", z1, z2, labels, negatives, tau_value, tau_tensor, scale, symmetric=False,
+                               variant=variant, reduction=reduction, chunk_size=chunk_size,
+                               require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group)
     B = z1.shape[0]
     views = torch.cat([z1, z2])
     if not gather:
         return _pairwise(views, views, B, False, variant, reduction, chunk_size, require_unit_norm, accumulate,
-                         tau_value, tau_tensor, z1, z2)
+                         tau_value, tau_tensor, z1, z2, scale)
     pairs = torch.cat([z2, z1])
     (candidates,), offset = _candidates((views,), group)
     dtype = accumulation_dtype(accumulate, z1, z2)
     if candidates.shape[0] < 4:
-        return _single_pair(variant, 2 * B, dtype, reduction, z1, z2, tau_tensor,
+        return _single_pair(variant, 2 * B, dtype, reduction, z1, z2, tau_tensor if scale is None else scale,
                             require_unit_norm and values_checked(), "nt_xent")
-    (anchors,), tau_value, tau_tensor = _anchors((views,), tau_value, tau_tensor, dtype)
+    (anchors,), tau_value, tau_tensor = _anchors((views,), tau_value, tau_tensor, dtype, scale)
     own = torch.arange(2 * B, device=z1.device)
     exclude = torch.stack([own + offset, (own + B) % (2 * B) + offset], dim=-1)  # itself and its positive
     # Checked on the gathered candidates, so that every process raises alike.
@@ -258,7 +284,7 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
 
 
 def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_norm, accumulate, tau_value,
-              tau_tensor, z1, z2):
+              tau_tensor, z1, z2, scale=None):
     """The local (``gather=False``) in-batch loss in one kernel over the logits ``a c^T / tau``
     (:class:`._pairwise.PairwiseInfoNCE`): CLIP's form (``half`` None: the positive of row i is
     column i) or NT-Xent's (``a = c`` the 2B views, ``half = B``: the positive of view i is view
@@ -269,8 +295,9 @@ def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_
     checked = require_unit_norm and values_checked()
     if z1.shape[0] < 2:
         rows, what = (z1.shape[0], "in-batch InfoNCE") if half is None else (2 * z1.shape[0], "nt_xent")
-        return _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor, checked, what)
-    (a,), tau_value, tau_tensor = _anchors((a,), tau_value, tau_tensor, dtype)
+        return _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor if scale is None else scale,
+                            checked, what)
+    (a,), tau_value, tau_tensor = _anchors((a,), tau_value, tau_tensor, dtype, scale)
     c = _alias_when_compiling(c)  # (NT-Xent: the views are the anchors and the candidates)
     inverse_temperature(tau_value, dtype)
     n = a.shape[0]

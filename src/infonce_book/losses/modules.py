@@ -25,6 +25,7 @@ synchronisation per step; ``check_values=False`` reads nothing (module docstring
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
@@ -69,6 +70,15 @@ class _TemperatureLoss(nn.Module):
             return self.tau
         return torch.exp(-self.logit_scale)
 
+    def temperature_kwargs(self) -> dict[str, Any]:
+        """The temperature keyword for the loss function: ``{"tau": tau}`` when fixed, else
+        ``{"logit_scale": logit_scale}`` (the functions fold ``exp(logit_scale)`` into the anchors,
+        so the scale's gradient is never routed through ``tau = exp(-logit_scale)``: it stays finite
+        wherever it is representable, e.g. at a scale of 46 to 88 in float32)."""
+        if self.logit_scale is None:
+            return {"tau": self.tau}
+        return {"logit_scale": self.logit_scale}
+
     def extra_repr(self) -> str:
         tau = "learned (logit_scale)" if self.logit_scale is not None else repr(self.tau)
         shown = {k: v for k, v in self.options.items() if k != "group"}
@@ -104,8 +114,11 @@ class InfoNCELoss(_TemperatureLoss):
             variant=variant, reduction=reduction, chunk_size=chunk_size, require_unit_norm=require_unit_norm,
             accumulate=accumulate, check_values=check_values))
 
-    def forward(self, anchor, positive, negatives):
-        return info_nce(anchor, positive, negatives, self.temperature, **self.options)
+    def forward(self, anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
+        """InfoNCE (:func:`infonce_book.losses.info_nce`) of (B, d) anchors and positives against
+        ``negatives`` ((B, k, d) or (k, d) shared), all on the unit sphere, at this module's
+        temperature: a scalar ("mean", "sum") or (B,) ("none"), in nats."""
+        return info_nce(anchor, positive, negatives, **self.temperature_kwargs(), **self.options)
 
 
 class InBatchInfoNCELoss(_TemperatureLoss):
@@ -138,8 +151,15 @@ class InBatchInfoNCELoss(_TemperatureLoss):
             require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group,
             check_values=check_values))
 
-    def forward(self, z1, z2):
-        return info_nce_in_batch(z1, z2, self.temperature, **self.options)
+    def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels: torch.Tensor | None = None,
+                negatives: torch.Tensor | None = None) -> torch.Tensor:
+        """CLIP's in-batch loss (:func:`infonce_book.losses.info_nce_in_batch`) of the (B, d) pairs
+        ``(z1_i, z2_i)`` on the unit sphere, both directions averaged unless the module was built
+        with ``symmetric=False``; ``labels`` ((B,) integers): pairs of one label are never each
+        other's negatives; ``negatives``: extra hard negatives for the ``z1`` anchors ((k, d) or
+        (B, k, d)). Returns a scalar or (B,) in nats."""
+        return info_nce_in_batch(z1, z2, **self.temperature_kwargs(), labels=labels, negatives=negatives,
+                                 **self.options)
 
 
 class NTXentLoss(_TemperatureLoss):
@@ -168,5 +188,10 @@ class NTXentLoss(_TemperatureLoss):
             variant=variant, reduction=reduction, chunk_size=chunk_size, require_unit_norm=require_unit_norm,
             accumulate=accumulate, gather=gather, group=group, check_values=check_values))
 
-    def forward(self, z1, z2):
-        return nt_xent(z1, z2, self.temperature, **self.options)
+    def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels: torch.Tensor | None = None,
+                negatives: torch.Tensor | None = None) -> torch.Tensor:
+        """SimCLR's NT-Xent (:func:`infonce_book.losses.nt_xent`) over the 2B views of the (B, d)
+        pairs ``(z1_i, z2_i)`` on the unit sphere; ``labels`` ((B,) integers): views of one label
+        are never each other's negatives; ``negatives``: extra hard negatives ((k, d) or
+        (B, k, d)). Returns a scalar or (2B,) in nats."""
+        return nt_xent(z1, z2, **self.temperature_kwargs(), labels=labels, negatives=negatives, **self.options)
