@@ -35,7 +35,7 @@ def losses(gather):
                                                                   gather=gather),
         "clip-symmetric": lambda z1, z2, n, t: info_nce_in_batch(z1, z2, t, symmetric=True, gather=gather),
         "clip-chunked-sum": lambda z1, z2, n, t: info_nce_in_batch(z1, z2, t, chunk_size=2, gather=gather,
-                                                                   reduction="sum"),
+                                                                   reduction="sum", symmetric=False),
         "info_nce-gathered-negatives": lambda z1, z2, n, t: info_nce(z1, z2, negatives(n), t),
     }
 

@@ -83,7 +83,8 @@ def scaled_anchors(x: torch.Tensor, tau_value: float | None, tau_tensor: torch.T
 def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, negatives: Any,
                     tau_value: float | None, tau_tensor: torch.Tensor | None, scale: torch.Tensor | None, *,
                     symmetric: bool, variant: str, reduction: str, chunk_size: int | None, require_unit_norm: bool,
-                    accumulate: torch.dtype | None, gather: bool, group: Any) -> torch.Tensor:
+                    accumulate: torch.dtype | None, gather: bool, group: Any,
+                    score_dtype: torch.dtype | None = None) -> torch.Tensor:
     """CLIP's (``form="clip"``) or NT-Xent's (``"nt_xent"``) loss with ``labels`` (candidates of
     the anchor's label left out of its negatives) and extra ``negatives`` (scored beside the
     in-batch ones: for CLIP in the rows' direction, ``z1`` as anchors; for NT-Xent by both views of
@@ -97,7 +98,7 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
         for x, name in ((z1, "z1"), (z2, "z2"), (negatives, "negatives")):
             if x is not None:
                 check_unit_norm(x, name)
-    include_positive = variant == "standard"
+    include_positive = variant.include_positive
     if form == "clip":
         c1, c2, offset = z1, z2, 0
         cand_labels = labels
@@ -110,12 +111,12 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
         a1 = scaled_anchors(z1, tau_value, tau_tensor, scale, dtype)
         rows = single_positive_rows(a1, c2.to(dtype), pos, self_index=None, row_labels=labels,
                                     cand_labels=cand_labels, extra=None if negatives is None else negatives.to(dtype),
-                                    include_positive=include_positive, tile=tile)
+                                    include_positive=include_positive, tile=tile, score_dtype=score_dtype)
         if symmetric:
             a2 = scaled_anchors(z2, tau_value, tau_tensor, scale, dtype)
             cols = single_positive_rows(a2, c1.to(dtype), pos, self_index=None, row_labels=labels,
                                         cand_labels=cand_labels, extra=None, include_positive=include_positive,
-                                        tile=pairwise_tile(B, c1.shape[0], chunk_size))
+                                        tile=pairwise_tile(B, c1.shape[0], chunk_size), score_dtype=score_dtype)
             _no_negative(torch.cat([rows, cols]), variant, checked)
             rows = rows * 0.5 + cols * 0.5  # (each half first: the sum of two finite rows may overflow)
         else:
@@ -137,7 +138,7 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
                                     row_labels=view_labels, cand_labels=cand_labels, extra=extra,
                                     include_positive=include_positive,
                                     tile=pairwise_tile(n, cands.shape[0] + (0 if extra is None else extra.shape[-2]),
-                                                       chunk_size))
+                                                       chunk_size), score_dtype=score_dtype)
         _no_negative(rows, variant, checked)
     return finite_loss(rows, reduction, dtype, 1.0 if tau_value is None else tau_value)
 
@@ -145,7 +146,7 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
 def _no_negative(rows: torch.Tensor, variant: str, checked: bool) -> None:
     """ValueError where a decoupled row has no negative left (its loss ``log 0``): every candidate
     shares its label, or the batch has one pair."""
-    if variant != "standard" and checked and bool(torch.isneginf(rows.detach()).any()):
+    if not variant.allows_no_negative and checked and bool(torch.isneginf(rows.detach()).any()):
         raise ValueError("variant='decoupled' needs at least one negative per anchor, but every candidate of some "
                          "anchor shares its label (or the batch has one pair): its loss log 0 is undefined; use "
                          "variant='standard' (that row's loss is then 0) or larger batches")

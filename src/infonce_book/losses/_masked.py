@@ -75,14 +75,18 @@ def _run_tiles(fn: Callable[..., torch.Tensor], n: int, tile: int, tensors: tupl
 
 def single_positive_rows(a_beta: torch.Tensor, c: torch.Tensor, pos: torch.Tensor, *, self_index: torch.Tensor | None,
                          row_labels: torch.Tensor | None, cand_labels: torch.Tensor | None,
-                         extra: torch.Tensor | None, include_positive: bool, tile: int) -> torch.Tensor:
+                         extra: torch.Tensor | None, include_positive: bool, tile: int,
+                         score_dtype: torch.dtype | None = None) -> torch.Tensor:
     """(n,) per-row losses (module docstring) of anchors ``a_beta`` (already divided by tau, in
     the accumulation dtype) against candidates ``c`` ((m, d)), positive ``pos`` ((n,) column
     indices), the anchor's own column ``self_index`` ((n,) or None) left out too."""
     n, m = a_beta.shape[0], c.shape[0]
 
     def rows(lo: int, hi: int, a_: torch.Tensor, c_: torch.Tensor, e_: torch.Tensor | None) -> torch.Tensor:
-        y = torch.mm(a_[lo:hi], c_.T)
+        if score_dtype is None:
+            y = torch.mm(a_[lo:hi], c_.T)
+        else:  # opt-in low-precision scoring: the product in score_dtype, the rest in a_'s dtype
+            y = torch.mm(a_[lo:hi].to(score_dtype), c_.T.to(score_dtype)).to(a_.dtype)
         cols = torch.arange(m, device=y.device)
         p = pos[lo:hi]
         keep = cols[None, :] != p[:, None]

@@ -108,6 +108,7 @@ from ._common import (
     fold_scale,
     fold_temperature,
     inverse_temperature,
+    resolve_variant,
     scale_factor,
     split_tau,
     temperature_of,
@@ -116,8 +117,8 @@ from ._common import (
     zero_loss,
 )
 from ._embedding import embedding_loss
-from ._norm_checks import check_unit_norm
 from ._logsumexp import RunningLogSumExp, centred_logits
+from ._norm_checks import check_unit_norm
 from ._similarity import similarity_loss
 
 __all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "info_nce", "info_nce_from_similarities",
@@ -155,6 +156,7 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
         1.386294
     """
     check_options(variant, reduction)
+    variant = resolve_variant(variant)
     checked = values_checked()
     check_float_tensor(s_pos, "s_pos", finite=checked)
     if s_pos.dim() != 1 or s_pos.shape[0] == 0:
@@ -168,7 +170,7 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
     if tau_value is not None:
         inverse_temperature(tau_value, dtype)
     s_pos_given, s_pos = s_pos, s_pos.to(dtype)
-    state = RunningLogSumExp(include_positive=(variant == "standard"))
+    state = RunningLogSumExp(include_positive=(variant.include_positive))
     k = 0
     for chunk in s_neg_chunks:
         check_float_tensor(chunk, "s_neg chunk", finite=checked)
@@ -180,7 +182,7 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
         k += chunk.shape[1]
         state.update(centred_logits(chunk, s_pos, tau, dtype))
     if k < 1:
-        if variant == "standard":  # log(e^0) = 0 in every row
+        if variant.allows_no_negative:  # log(e^0) = 0 in every row
             return zero_loss(s_pos.shape[0], dtype, reduction, s_pos_given, tau_tensor)
         raise ValueError("k (number of negatives) must be >= 1 in the decoupled variant (its loss log 0 is "
                          "undefined), got no negatives in s_neg_chunks")
@@ -239,6 +241,7 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
         1.098612
     """
     chunk_size = check_options(variant, reduction, chunk_size)
+    variant = resolve_variant(variant)
     checked = values_checked()
     check_float_tensor(s_pos, "s_pos", finite=checked)
     check_float_tensor(s_neg, "s_neg", finite=checked)
@@ -251,7 +254,7 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
             f"s_neg {tuple(s_neg.shape)}"
         )
     check_batch(s_pos.shape[0], "s_pos")
-    if variant == "decoupled" or s_neg.shape[1]:
+    if not variant.allows_no_negative or s_neg.shape[1]:
         check_negatives(s_neg.shape[1], "s_neg", s_neg.shape)
     tau_value, tau_tensor = split_tau(tau)
     dtype = accumulation_dtype(accumulate, s_pos, s_neg)
@@ -261,7 +264,7 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
         wide = torch.float32 if s_pos.device.type == "mps" else torch.float64
         s_pos, s_neg = fold_temperature(s_pos, tau_tensor, wide), fold_temperature(s_neg, tau_tensor, wide)
         tau_value, tau_tensor = 1.0, None
-    return similarity_loss(s_pos, s_neg, tau_value, tau_tensor, variant == "standard", chunk_size, dtype, reduction)
+    return similarity_loss(s_pos, s_neg, tau_value, tau_tensor, variant.include_positive, chunk_size, dtype, reduction)
 
 
 @without_autocast
@@ -327,12 +330,13 @@ def info_nce(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tens
         1.098612
     """
     chunk_size = check_options(variant, reduction, chunk_size)
+    variant = resolve_variant(variant)
     check_bool(require_unit_norm, "require_unit_norm")
     checked = values_checked()
     for name, t in (("anchor", anchor), ("positive", positive), ("negatives", negatives)):
         check_float_tensor(t, name, finite=checked and not require_unit_norm)  # else the norm check covers it
     accumulate = check_accumulate(accumulate, anchor.device)
-    _check_embedding_shapes(anchor, positive, negatives, allow_no_negative=variant == "standard")
+    _check_embedding_shapes(anchor, positive, negatives, allow_no_negative=variant.allows_no_negative)
     require_unit_norm = require_unit_norm and checked
     tau_value, tau_tensor, scale = temperature_of(tau, logit_scale)
     dtype = accumulation_dtype(accumulate, anchor, positive, negatives)
@@ -348,7 +352,7 @@ def info_nce(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tens
         anchor, tau_value, tau_tensor = fold_scale(anchor, scale_factor(scale, dtype), dtype), 1.0, None
     elif tau_value is None:  # a tensor tau, not read: the anchors divided by it on the device
         anchor, tau_value, tau_tensor = fold_temperature(anchor, tau_tensor, dtype), 1.0, None
-    return embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant == "standard", chunk_size,
+    return embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant.include_positive, chunk_size,
                           dtype, reduction, unit_norm, require_unit_norm)
 
 

@@ -36,10 +36,12 @@ from ._common import (
     check_accumulate,
     check_chunk_size,
     check_options,
+    check_score_dtype,
     finite_loss,
     fold_scale,
     fold_temperature,
     inverse_temperature,
+    resolve_variant,
     scale_factor,
     temperature_of,
     values_checked,
@@ -47,9 +49,9 @@ from ._common import (
     zero_loss,
 )
 from ._embedding import embedding_loss
-from ._norm_checks import check_unit_norm
 from ._gather import all_gather_with_grad, local_offset
 from ._labelled import masked_in_batch
+from ._norm_checks import check_unit_norm
 from ._pairwise import PairwiseInfoNCE, pairwise_tile
 
 __all__ = ["info_nce_in_batch", "nt_xent"]
@@ -69,6 +71,7 @@ def _validate_pairs(z1, z2, require_unit_norm):
 
 def _check_options(variant, reduction, chunk_size, require_unit_norm, gather):
     check_options(variant, reduction)
+    variant = resolve_variant(variant)
     check_bool(require_unit_norm, "require_unit_norm")
     check_bool(gather, "gather")
     return check_chunk_size(chunk_size)
@@ -103,7 +106,7 @@ def _alias_when_compiling(x):
 def _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor, require_unit_norm, what):
     """The loss of one pair in all (no negative): 0 per row in the standard variant, with zero
     gradient (after the unit-norm checks); ValueError for the decoupled one."""
-    if variant != "standard":
+    if not variant.allows_no_negative:
         raise ValueError(f"{what} with variant='decoupled' needs at least 2 pairs in all (a row without "
                          f"negatives has the undefined loss log 0), got B = 1")
     if require_unit_norm:
@@ -118,8 +121,8 @@ def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Ten
                       chunk_size: int | None = None, require_unit_norm: bool = True,
                       accumulate: torch.dtype | None = None, gather: bool = False, group: Any = None,
                       check_values: bool = True, labels: torch.Tensor | None = None,
-                      negatives: torch.Tensor | None = None,
-                      logit_scale: torch.Tensor | None = None) -> torch.Tensor:
+                      negatives: torch.Tensor | None = None, logit_scale: torch.Tensor | None = None,
+                      score_dtype: torch.dtype | None = None) -> torch.Tensor:
     """In-batch InfoNCE over the logits ``z1 z2^T / tau`` (CLIP's loss; ``symmetric=True``: both
     directions averaged, as CLIP does).
 
@@ -174,23 +177,26 @@ def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Ten
         1.098612
     """
     chunk_size = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
+    variant = resolve_variant(variant)
     check_bool(symmetric, "symmetric")
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
     tau_value, tau_tensor, scale = temperature_of(tau, logit_scale)
-    if labels is not None or negatives is not None:
+    score_dtype = check_score_dtype(score_dtype)
+    if labels is not None or negatives is not None or (gather and score_dtype is not None):
         return masked_in_batch("clip", z1, z2, labels, negatives, tau_value, tau_tensor, scale, symmetric=symmetric,
                                variant=variant, reduction=reduction, chunk_size=chunk_size,
-                               require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group)
+                               require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group,
+                               score_dtype=score_dtype)
     if not gather:
         return _pairwise(z1, z2, None, symmetric, variant, reduction, chunk_size, require_unit_norm, accumulate,
-                         tau_value, tau_tensor, z1, z2, scale)
+                         tau_value, tau_tensor, z1, z2, scale, score_dtype)
     (c1, c2), offset = _candidates((z1, z2), group)
     dtype, B = accumulation_dtype(accumulate, z1, z2), z1.shape[0]
     if c2.shape[0] < 2:
         return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor if scale is None else scale,
                             require_unit_norm and values_checked(), "in-batch InfoNCE")
-    include_positive = variant == "standard"
+    include_positive = variant.include_positive
     (a1, a2), tau_value, tau_tensor = _anchors((z1, z2), tau_value, tau_tensor, dtype, scale)
     exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
     unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()  # gathered: all raise alike
@@ -209,7 +215,8 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None
             variant: str = "standard", reduction: str = "mean", chunk_size: int | None = None,
             require_unit_norm: bool = True, accumulate: torch.dtype | None = None, gather: bool = False,
             group: Any = None, check_values: bool = True, labels: torch.Tensor | None = None,
-            negatives: torch.Tensor | None = None, logit_scale: torch.Tensor | None = None) -> torch.Tensor:
+            negatives: torch.Tensor | None = None, logit_scale: torch.Tensor | None = None,
+            score_dtype: torch.dtype | None = None) -> torch.Tensor:
     """SimCLR's NT-Xent loss over the ``2B`` views of ``B`` pairs.
 
     The views are ``v = (z1_1, ..., z1_B, z2_1, ..., z2_B)``. View ``i``'s positive is its pair
@@ -254,18 +261,21 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None
         1.609438
     """
     chunk_size = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
+    variant = resolve_variant(variant)
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
     tau_value, tau_tensor, scale = temperature_of(tau, logit_scale)
-    if labels is not None or negatives is not None:
+    score_dtype = check_score_dtype(score_dtype)
+    if labels is not None or negatives is not None or (gather and score_dtype is not None):
         return masked_in_batch("nt_xent", z1, z2, labels, negatives, tau_value, tau_tensor, scale, symmetric=False,
                                variant=variant, reduction=reduction, chunk_size=chunk_size,
-                               require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group)
+                               require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group,
+                               score_dtype=score_dtype)
     B = z1.shape[0]
     views = torch.cat([z1, z2])
     if not gather:
         return _pairwise(views, views, B, False, variant, reduction, chunk_size, require_unit_norm, accumulate,
-                         tau_value, tau_tensor, z1, z2, scale)
+                         tau_value, tau_tensor, z1, z2, scale, score_dtype)
     pairs = torch.cat([z2, z1])
     (candidates,), offset = _candidates((views,), group)
     dtype = accumulation_dtype(accumulate, z1, z2)
@@ -279,12 +289,12 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None
     unit_norm = ()
     if require_unit_norm and values_checked():
         unit_norm = ((candidates, "z1 and z2 (gathered)"),)
-    return embedding_loss(anchors, pairs, candidates, tau_value, tau_tensor, variant == "standard", chunk_size,
+    return embedding_loss(anchors, pairs, candidates, tau_value, tau_tensor, variant.include_positive, chunk_size,
                           dtype, reduction, unit_norm, exclude=exclude)
 
 
 def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_norm, accumulate, tau_value,
-              tau_tensor, z1, z2, scale=None):
+              tau_tensor, z1, z2, scale=None, score_dtype=None):
     """The local (``gather=False``) in-batch loss in one kernel over the logits ``a c^T / tau``
     (:class:`._pairwise.PairwiseInfoNCE`): CLIP's form (``half`` None: the positive of row i is
     column i) or NT-Xent's (``a = c`` the 2B views, ``half = B``: the positive of view i is view
@@ -304,8 +314,8 @@ def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_
     indices = _pair_indices.__wrapped__ if torch.compiler.is_compiling() else _pair_indices  # (dynamo: no cache)
     pos, exclude = indices(n, half, a.device)
     checks = ((z1, "z1"), (z2, "z2")) if checked else ()
-    return PairwiseInfoNCE.apply(a, c, tau_tensor, tau_value, pos, exclude, columns, variant == "standard", dtype,
-                                 reduction, checks, pairwise_tile(n, c.shape[0], chunk_size))
+    return PairwiseInfoNCE.apply(a, c, tau_tensor, tau_value, pos, exclude, columns, variant.include_positive, dtype,
+                                 reduction, checks, pairwise_tile(n, c.shape[0], chunk_size), score_dtype)
 
 
 @functools.lru_cache(maxsize=16)

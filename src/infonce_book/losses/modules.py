@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from ..utils.validation import check_bool, check_tau
-from ._common import ACCUMULATE_DTYPES, check_options
+from ._common import ACCUMULATE_DTYPES, check_options, check_score_dtype
 from .explicit import info_nce
 from .in_batch import info_nce_in_batch, nt_xent
 
@@ -130,7 +130,7 @@ class InBatchInfoNCELoss(_TemperatureLoss):
             ``learn_temperature=True``).
         symmetric: average the rows (``z1`` anchors) and the columns (``z2`` anchors); default True.
         variant, reduction, chunk_size, require_unit_norm, accumulate, gather, group,
-            check_values: as in :func:`infonce_book.losses.info_nce_in_batch`.
+            check_values, score_dtype: as in :func:`infonce_book.losses.info_nce_in_batch`.
     Shapes (``forward(z1, z2)``): (B, d) each, on the unit sphere; output a scalar or (B,) in
     nats. ``B = 1`` (the last, partial batch of an epoch): 0 with zero gradient (standard).
     Source: Radford et al. (2021), Figure 3.
@@ -145,11 +145,11 @@ class InBatchInfoNCELoss(_TemperatureLoss):
 
     def __init__(self, tau=CLIP_TAU, *, learn_temperature=False, symmetric=True, variant="standard",
                  reduction="mean", chunk_size=None, require_unit_norm=True, accumulate=None, gather=False,
-                 group=None, check_values=True):
+                 group=None, check_values=True, score_dtype=None):
         super().__init__(tau, learn_temperature, dict(
             symmetric=symmetric, variant=variant, reduction=reduction, chunk_size=chunk_size,
             require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group,
-            check_values=check_values))
+            check_values=check_values, score_dtype=check_score_dtype(score_dtype)))
 
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels: torch.Tensor | None = None,
                 negatives: torch.Tensor | None = None) -> torch.Tensor:
@@ -169,7 +169,7 @@ class NTXentLoss(_TemperatureLoss):
         tau, learn_temperature: as in :class:`InfoNCELoss`, default 0.5 (SimCLR fixes it, at 0.1
             to 1 depending on the batch size; lightly's default is 0.5).
         variant, reduction, chunk_size, require_unit_norm, accumulate, gather, group,
-            check_values: as in :func:`infonce_book.losses.nt_xent`.
+            check_values, score_dtype: as in :func:`infonce_book.losses.nt_xent`.
     Shapes (``forward(z1, z2)``): (B, d) each, the two views, on the unit sphere; output a
     scalar or (2B,) in nats. ``B = 1``: 0 with zero gradient (standard).
     Source: Chen et al. (2020), eq. 1.
@@ -183,10 +183,11 @@ class NTXentLoss(_TemperatureLoss):
 
     def __init__(self, tau=0.5, *, learn_temperature=False, variant="standard", reduction="mean",
                  chunk_size=None, require_unit_norm=True, accumulate=None, gather=False, group=None,
-                 check_values=True):
+                 check_values=True, score_dtype=None):
         super().__init__(tau, learn_temperature, dict(
             variant=variant, reduction=reduction, chunk_size=chunk_size, require_unit_norm=require_unit_norm,
-            accumulate=accumulate, gather=gather, group=group, check_values=check_values))
+            accumulate=accumulate, gather=gather, group=group, check_values=check_values,
+            score_dtype=check_score_dtype(score_dtype)))
 
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels: torch.Tensor | None = None,
                 negatives: torch.Tensor | None = None) -> torch.Tensor:
