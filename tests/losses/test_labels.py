@@ -306,3 +306,26 @@ def test_bfloat16_scoring_is_within_its_measured_accuracy_of_float64(form):
             assert (g.grad.double() - w.grad).norm() <= 5e-2 * w.grad.norm()
     with pytest.raises(ValueError, match="score_dtype must be None, torch.bfloat16 or torch.float16"):
         fn(z1, z2, 0.1, score_dtype=torch.float64)
+
+
+def test_the_default_checks_read_nothing_on_the_host_under_torch_compile():
+    # check_values=None (the default): checks in eager mode, none while dynamo traces (0 graph
+    # breaks); check_values=True keeps them (graph breaks at the host reads).
+    import torch._dynamo as dynamo
+
+    z1 = unit(64, 16, seed=27, dtype=torch.float32).requires_grad_(True)
+    z2 = unit(64, 16, seed=28, dtype=torch.float32).requires_grad_(True)
+    criterion = InBatchInfoNCELoss(learn_temperature=True)
+    try:
+        for fn, breaks in ((lambda a, b: criterion(a, b), 0),
+                           (lambda a, b: info_nce_in_batch(a, b, 0.07, check_values=True), None)):
+            explained = dynamo.explain(fn)(z1, z2)
+            if breaks is None:
+                assert explained.graph_break_count >= 1
+            else:
+                assert explained.graph_break_count == breaks, explained.break_reasons
+            dynamo.reset()
+    finally:
+        dynamo.reset()
+    with pytest.raises(ValueError, match="unit-norm"):  # eager: the default still checks
+        info_nce_in_batch(2 * z1, z2, 0.07)

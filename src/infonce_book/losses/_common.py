@@ -100,10 +100,19 @@ def _device_type(args, kwargs):
     return None
 
 
+def checks_wanted(check_values) -> bool:
+    """Whether value checks run for ``check_values``: True or False as given; None (the default)
+    is True in eager mode and False while ``torch.compile`` traces the call, where every value
+    read on the host would break the graph (the compile-friendly default)."""
+    if check_values is None:
+        return not torch.compiler.is_compiling()
+    return check_bool(check_values, "check_values")
+
+
 def without_autocast(fn):
     """Run the loss ``fn`` with autocast switched off for the device of its first tensor argument,
-    and value checks as its keyword ``check_values`` asks (default True; off for ``meta``
-    tensors).
+    and value checks as its keyword ``check_values`` asks (:func:`checks_wanted`: by default on in
+    eager mode, off under ``torch.compile``; off for ``meta`` tensors).
 
     Under ``torch.autocast`` the matrix multiplies of the loss would otherwise run in float16 or
     bfloat16 (or fail on mixed dtypes); the loss chooses its own dtypes (module docstring of
@@ -112,7 +121,7 @@ def without_autocast(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         device_type = _device_type(args, kwargs)
-        checked = check_bool(kwargs.get("check_values", True), "check_values") and device_type != "meta"
+        checked = checks_wanted(kwargs.get("check_values")) and device_type != "meta"
         with value_checks(checked):
             if device_type is not None and autocast_enabled(device_type):
                 with torch.autocast(device_type, enabled=False):

@@ -54,7 +54,9 @@ Where the logits are formed:
   cost on a CPU, more on most GPUs).
 
 Value checks and the device (``check_values``, every loss function): by default
-(``check_values=True``) the inputs are checked finite and on the unit sphere, a tensor ``tau``
+(``check_values=None``: on in eager mode, off while ``torch.compile`` traces the call, the
+compile-friendly default; ``True`` or ``False`` force either) the inputs are checked finite and on
+the unit sphere, a tensor ``tau``
 finite and > 0, and the loss finite, and a failing check raises at the call that caused it. These
 checks read values back to the host: nothing to wait for on a CPU, one synchronisation per call on
 a GPU (the fused path reads all of its checks together with the loss). The default is on because
@@ -76,9 +78,10 @@ raises). The same holds for the in-batch forms at ``B = 1`` (:mod:`.in_batch`), 
 batch of an epoch.
 
 ``torch.compile``: values and gradients equal the eager ones (tested with
-``backend="aot_eager"``). With ``check_values=True`` every value read on the host is a graph break
-(several per call: the checks, a tensor ``tau``'s value, the loss's finiteness). With
-``check_values=False`` and a float or a tensor ``tau``, the fused and the chunked paths of every
+``backend="aot_eager"``). The default (``check_values=None``) reads nothing on the host while
+compiling, as ``check_values=False`` does. With ``check_values=True`` every value read on the host
+is a graph break (several per call: the checks, a tensor ``tau``'s value, the loss's finiteness).
+Without value checks and with a float or a tensor ``tau``, the fused and the chunked paths of every
 form, and the pairwise kernel of the local in-batch forms (materialised and by row tiles, its
 custom autograd function included), compile without a graph break (measured with ``torch._dynamo.explain`` on inputs that need
 gradients), except on the first call of the fused path for a new dtype and device, whose backward
@@ -127,7 +130,7 @@ __all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "info_nce", "info_nce_
 
 @without_autocast
 def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reduction="mean", accumulate=None,
-                       check_values=True):
+                       check_values=None):
     """InfoNCE from similarities that arrive in chunks of negatives (running log-sum-exp).
 
     Args:
@@ -191,7 +194,7 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
 
 @without_autocast
 def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reduction="mean", chunk_size=None,
-                               accumulate=None, check_values=True):
+                               accumulate=None, check_values=None):
     """InfoNCE from similarities (book eq. ``notation-infonce``).
 
     Args:
@@ -271,7 +274,7 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
 def info_nce(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor,
              tau: float | torch.Tensor | None = None, *, variant: str = "standard", reduction: str = "mean",
              chunk_size: int | None = None, require_unit_norm: bool = True, accumulate: torch.dtype | None = None,
-             check_values: bool = True, logit_scale: torch.Tensor | None = None) -> torch.Tensor:
+             check_values: bool | None = None, logit_scale: torch.Tensor | None = None) -> torch.Tensor:
     """InfoNCE loss with k negatives (book eq. ``notation-infonce``), from embeddings.
 
     Args:

@@ -120,7 +120,7 @@ def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Ten
                       symmetric: bool = True, variant: str = "standard", reduction: str = "mean",
                       chunk_size: int | None = None, require_unit_norm: bool = True,
                       accumulate: torch.dtype | None = None, gather: bool = False, group: Any = None,
-                      check_values: bool = True, labels: torch.Tensor | None = None,
+                      check_values: bool | None = None, labels: torch.Tensor | None = None,
                       negatives: torch.Tensor | None = None, logit_scale: torch.Tensor | None = None,
                       score_dtype: torch.dtype | None = None) -> torch.Tensor:
     """In-batch InfoNCE over the logits ``z1 z2^T / tau`` (CLIP's loss; ``symmetric=True``: both
@@ -214,7 +214,7 @@ def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Ten
 def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None = None, *,
             variant: str = "standard", reduction: str = "mean", chunk_size: int | None = None,
             require_unit_norm: bool = True, accumulate: torch.dtype | None = None, gather: bool = False,
-            group: Any = None, check_values: bool = True, labels: torch.Tensor | None = None,
+            group: Any = None, check_values: bool | None = None, labels: torch.Tensor | None = None,
             negatives: torch.Tensor | None = None, logit_scale: torch.Tensor | None = None,
             score_dtype: torch.dtype | None = None) -> torch.Tensor:
     """SimCLR's NT-Xent loss over the ``2B`` views of ``B`` pairs.

@@ -50,7 +50,7 @@ class _TemperatureLoss(nn.Module):
         check_bool(learn_temperature, "learn_temperature")
         check_options(options["variant"], options["reduction"], options["chunk_size"])
         for flag in ("require_unit_norm", "check_values", "symmetric", "gather"):
-            if flag in options:
+            if flag in options and not (flag == "check_values" and options[flag] is None):
                 check_bool(options[flag], flag)
         if options["accumulate"] is not None and options["accumulate"] not in ACCUMULATE_DTYPES:
             raise ValueError(f"accumulate must be None, torch.float32 or torch.float64, got "
@@ -109,7 +109,7 @@ class InfoNCELoss(_TemperatureLoss):
     """
 
     def __init__(self, tau=CLIP_TAU, *, learn_temperature=False, variant="standard", reduction="mean",
-                 chunk_size=None, require_unit_norm=True, accumulate=None, check_values=True):
+                 chunk_size=None, require_unit_norm=True, accumulate=None, check_values=None):
         super().__init__(tau, learn_temperature, dict(
             variant=variant, reduction=reduction, chunk_size=chunk_size, require_unit_norm=require_unit_norm,
             accumulate=accumulate, check_values=check_values))
@@ -145,7 +145,7 @@ class InBatchInfoNCELoss(_TemperatureLoss):
 
     def __init__(self, tau=CLIP_TAU, *, learn_temperature=False, symmetric=True, variant="standard",
                  reduction="mean", chunk_size=None, require_unit_norm=True, accumulate=None, gather=False,
-                 group=None, check_values=True, score_dtype=None):
+                 group=None, check_values=None, score_dtype=None):
         super().__init__(tau, learn_temperature, dict(
             symmetric=symmetric, variant=variant, reduction=reduction, chunk_size=chunk_size,
             require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group,
@@ -183,7 +183,7 @@ class NTXentLoss(_TemperatureLoss):
 
     def __init__(self, tau=0.5, *, learn_temperature=False, variant="standard", reduction="mean",
                  chunk_size=None, require_unit_norm=True, accumulate=None, gather=False, group=None,
-                 check_values=True, score_dtype=None):
+                 check_values=None, score_dtype=None):
         super().__init__(tau, learn_temperature, dict(
             variant=variant, reduction=reduction, chunk_size=chunk_size, require_unit_norm=require_unit_norm,
             accumulate=accumulate, gather=gather, group=group, check_values=check_values,

@@ -32,7 +32,7 @@ __all__ = ["SupConLoss", "supcon"]
 def supcon(z1: torch.Tensor, z2: torch.Tensor, labels: torch.Tensor, tau: float | torch.Tensor | None = None, *,
            reduction: str = "mean", chunk_size: int | None = None, require_unit_norm: bool = True,
            accumulate: torch.dtype | None = None, gather: bool = False, group: Any = None,
-           check_values: bool = True, negatives: torch.Tensor | None = None,
+           check_values: bool | None = None, negatives: torch.Tensor | None = None,
            logit_scale: torch.Tensor | None = None) -> torch.Tensor:
     """SupCon's ``L_out`` (module docstring) over the 2B views of B labelled pairs.
 
@@ -102,7 +102,7 @@ class SupConLoss(_TemperatureLoss):
     def __init__(self, tau: float = 0.1, *, learn_temperature: bool = False, reduction: str = "mean",
                  chunk_size: int | None = None, require_unit_norm: bool = True,
                  accumulate: torch.dtype | None = None, gather: bool = False, group: Any = None,
-                 check_values: bool = True) -> None:
+                 check_values: bool | None = None) -> None:
         super().__init__(tau, learn_temperature, dict(
             variant="standard", reduction=reduction, chunk_size=chunk_size, require_unit_norm=require_unit_norm,
             accumulate=accumulate, gather=gather, group=group, check_values=check_values))
