@@ -329,3 +329,18 @@ def test_the_default_checks_read_nothing_on_the_host_under_torch_compile():
         dynamo.reset()
     with pytest.raises(ValueError, match="unit-norm"):  # eager: the default still checks
         info_nce_in_batch(2 * z1, z2, 0.07)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_without_checks_a_representable_loss_is_finite_and_an_overflowing_one_is_inf(symmetric):
+    # At logit_scale 88 the true loss (float64) is 2.31e38 < float32's largest number: the mean
+    # of rows must not overflow on the way; at 88.7 the true value exceeds it: inf, not NaN.
+    for scale, finite in ((88.0, True), (88.7, False)):
+        t = torch.tensor(scale, requires_grad=True)
+        loss = info_nce_in_batch(Z1, Z2, logit_scale=t, check_values=False, symmetric=symmetric)
+        loss.backward()
+        want, want_grad = _true_loss_and_scale_grad(scale)
+        if finite:
+            assert abs(loss.item() - want) <= 1e-5 * want and abs(t.grad.item() - want_grad) <= 1e-5 * want_grad
+        else:
+            assert want > torch.finfo(torch.float32).max and loss.item() == math.inf

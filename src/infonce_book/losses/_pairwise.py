@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 
 from ._backward import differentiable_backward
-from ._common import autocast_off, check_finite_loss, finite_reduction, reduce
+from ._common import autocast_off, check_finite_loss, finite_reduction, reduce, values_checked
 from ._logsumexp import embedding_lse_plain
 from ._norm_checks import norm_range, raise_unless_checks_pass
 from ._tiled import tiled_backward, tiled_forward
@@ -90,6 +90,9 @@ class PairwiseInfoNCE(torch.autograd.Function):
             out = reduce(per, reduction)
             if out is r:  # reduction "none", decoupled: a copy, which the caller may change in place
                 out = out.clone()
+        if reduction == "mean" and not values_checked():  # (nothing read: a mean whose sum overflows, on the device)
+            rows_of = both if columns else per
+            out = torch.where(torch.isfinite(out), out, (rows_of / rows_of.numel()).sum())
         if not raise_unless_checks_pass(checks, lohi, out):  # a row beyond the range, or a sum that overflows
             if per is None:  # (each half first: the sum of two finite losses may overflow)
                 per = torch.add(both[0] * 0.5, both[1], alpha=0.5)
