@@ -22,6 +22,8 @@ import functools
 import itertools
 import math
 import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import torch
 
@@ -65,6 +67,9 @@ def resolve_variant(variant: str) -> Variant:
 REDUCTIONS = ("mean", "sum", "none")
 ACCUMULATE_DTYPES = (torch.float32, torch.float64)
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 #: The fused path (the whole (B, k) logit matrix at once) is taken when all negatives fit in one
 #: chunk and ``B * k`` is at most this: for small problems the fixed cost per call of the chunked
 #: path (its running log-sum-exp and recomputing backward pass) exceeds the work itself.
@@ -86,21 +91,21 @@ def autocast_enabled(device_type: str) -> bool:
         return device_type == "cuda" and torch.is_autocast_enabled()
 
 
-def autocast_off(device_type: str):
+def autocast_off(device_type: str) -> contextlib.AbstractContextManager[Any]:
     """A context that switches autocast off for ``device_type`` if it is on (else does nothing)."""
     if autocast_enabled(device_type):
         return torch.autocast(device_type, enabled=False)
     return contextlib.nullcontext()
 
 
-def _device_type(args, kwargs):
+def _device_type(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     for x in itertools.chain(args, kwargs.values()):
         if isinstance(x, torch.Tensor):
             return x.device.type
     return None
 
 
-def checks_wanted(check_values) -> bool:
+def checks_wanted(check_values: bool | None) -> bool:
     """Whether value checks run for ``check_values``: True or False as given; None (the default)
     is True in eager mode and False while ``torch.compile`` traces the call, where every value
     read on the host would break the graph (the compile-friendly default)."""
@@ -109,7 +114,7 @@ def checks_wanted(check_values) -> bool:
     return check_bool(check_values, "check_values")
 
 
-def without_autocast(fn):
+def without_autocast(fn: Callable[P, R]) -> Callable[P, R]:
     """Run the loss ``fn`` with autocast switched off for the device of its first tensor argument,
     and value checks as its keyword ``check_values`` asks (:func:`checks_wanted`: by default on in
     eager mode, off under ``torch.compile``; off for ``meta`` tensors).
@@ -119,7 +124,7 @@ def without_autocast(fn):
     :mod:`infonce_book.losses.explicit`), so float32 inputs give the float32 result."""
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         device_type = _device_type(args, kwargs)
         checked = checks_wanted(kwargs.get("check_values")) and device_type != "meta"
         with value_checks(checked):
@@ -143,7 +148,7 @@ def values_checked() -> bool:
 
 
 @contextlib.contextmanager
-def value_checks(enabled: bool):
+def value_checks(enabled: bool) -> Iterator[None]:
     """Value checks on or off for the length of the block (per thread; nested blocks restore the
     outer setting)."""
     outer = values_checked()
@@ -156,7 +161,7 @@ def value_checks(enabled: bool):
 
 # ---- arguments ---------------------------------------------------------------------------------
 
-def split_tau(tau):
+def split_tau(tau: float | torch.Tensor) -> tuple[float | None, torch.Tensor | None]:
     """``(value, tensor)``: the validated float, and the 0-d tensor to differentiate (or None).
 
     Without value checks (:func:`values_checked`) a tensor ``tau`` is not read: ``(None, tau)``
@@ -172,7 +177,8 @@ def split_tau(tau):
     return check_tau(tau), None
 
 
-def temperature_of(tau, logit_scale):
+def temperature_of(tau: float | torch.Tensor | None, logit_scale: torch.Tensor | None,
+                   ) -> tuple[float | None, torch.Tensor | None, torch.Tensor | None]:
     """``(tau_value, tau_tensor, scale)``: the temperature given as ``tau`` (:func:`split_tau`;
     ``scale`` None) or as CLIP's ``logit_scale = log(1/tau)`` (a 0-d float tensor; then
     ``(None, None, logit_scale)``, its value checked finite with value checks). Exactly one of the
@@ -252,7 +258,7 @@ def check_finite_loss(lse: torch.Tensor, dtype: torch.dtype, tau: float) -> None
                             f"sphere, or tau too small); use {hint}")
 
 
-def check_chunk_size(chunk_size):
+def check_chunk_size(chunk_size: Any) -> int | None:
     if chunk_size is None:
         return None
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
@@ -260,7 +266,7 @@ def check_chunk_size(chunk_size):
     return chunk_size
 
 
-def check_accumulate(accumulate, device):
+def check_accumulate(accumulate: Any, device: torch.device) -> torch.dtype | None:
     if accumulate is None:
         return None
     if accumulate not in ACCUMULATE_DTYPES:
@@ -275,7 +281,7 @@ def check_accumulate(accumulate, device):
 SCORE_DTYPES = (torch.bfloat16, torch.float16)
 
 
-def check_score_dtype(score_dtype):
+def check_score_dtype(score_dtype: Any) -> torch.dtype | None:
     """``score_dtype`` checked: None (the products in the accumulation dtype, the default) or
     torch.bfloat16 / torch.float16 (the similarities' products in that dtype, the log-sum-exp and
     everything after in the accumulation dtype)."""
@@ -284,7 +290,7 @@ def check_score_dtype(score_dtype):
     return score_dtype
 
 
-def check_options(variant, reduction, chunk_size=None):
+def check_options(variant: Any, reduction: Any, chunk_size: Any = None) -> int | None:
     """Check ``variant`` and ``reduction`` (ValueError naming the choices) and ``chunk_size``, in
     this order; returns the chunk size (None or an integer >= 1)."""
     check_choice(variant, "variant", VARIANTS)
@@ -292,7 +298,7 @@ def check_options(variant, reduction, chunk_size=None):
     return check_chunk_size(chunk_size)
 
 
-def accumulation_dtype(accumulate, *tensors) -> torch.dtype:
+def accumulation_dtype(accumulate: torch.dtype | None, *tensors: torch.Tensor) -> torch.dtype:
     """The dtype the loss is computed in: ``accumulate`` when given (checked by
     :func:`check_accumulate`), else ``promote(dtypes of tensors..., float32)``."""
     if accumulate is not None:
@@ -309,13 +315,13 @@ def check_batch(B: int, name: str) -> None:
         raise ValueError(f"empty batch: {name} has B = 0 rows; InfoNCE needs at least one anchor")
 
 
-def check_negatives(k: int, name: str, shape) -> None:
+def check_negatives(k: int, name: str, shape: Sequence[int]) -> None:
     """ValueError unless ``k >= 1`` (``name`` and ``shape``: the tensor that holds the negatives)."""
     if k < 1:
         raise ValueError(f"k (number of negatives) must be >= 1, got {name} of shape {tuple(shape)}")
 
 
-def chunk_bounds(k: int, chunk_size: int | None):
+def chunk_bounds(k: int, chunk_size: int | None) -> list[tuple[int, int]]:
     step = k if chunk_size is None else chunk_size
     return [(lo, min(lo + step, k)) for lo in range(0, k, step)]
 
@@ -340,7 +346,7 @@ class _ZeroLoss(torch.autograd.Function):
                               for (shape, dt, dev), need in zip(ctx.specs, needs)))
 
 
-def zero_loss(rows: int, dtype: torch.dtype, reduction: str, *inputs) -> torch.Tensor:
+def zero_loss(rows: int, dtype: torch.dtype, reduction: str, *inputs: Any) -> torch.Tensor:
     """The loss of ``rows`` rows that have no negative in the standard variant: each row's
     ``log(e^0) = 0`` exactly, with a zero gradient in every input (tensors among ``inputs``;
     the first one gives the device), reduced."""
@@ -366,7 +372,8 @@ def finite_loss(lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: floa
     return out if reduction == "none" else finite_reduction(out, lse, reduction, dtype, tau)
 
 
-def finite_reduction(out, lse, reduction, dtype, tau, *, known_finite=None):
+def finite_reduction(out: torch.Tensor, lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: float, *,
+                     known_finite: bool | None = None) -> torch.Tensor:
     """``out`` (the mean or sum of finite rows ``lse``) if it is finite (``known_finite``: that
     is already known, or None to check); otherwise the mean formed without overflow, or an
     OverflowError for a sum; ``out`` unread without value checks)."""

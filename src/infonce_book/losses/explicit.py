@@ -95,6 +95,8 @@ embeddings, chosen by :mod:`._embedding`), the log-sum-exp forms in :mod:`._logs
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 
 from ..utils.validation import check_bool, check_float_tensor
@@ -129,8 +131,9 @@ __all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "info_nce", "info_nce_
 
 
 @without_autocast
-def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reduction="mean", accumulate=None,
-                       check_values=None):
+def info_nce_streaming(s_pos: torch.Tensor, s_neg_chunks: Iterable[torch.Tensor], tau: float | torch.Tensor, *,
+                       variant: str = "standard", reduction: str = "mean", accumulate: torch.dtype | None = None,
+                       check_values: bool | None = None) -> torch.Tensor:
     """InfoNCE from similarities that arrive in chunks of negatives (running log-sum-exp).
 
     Args:
@@ -193,8 +196,9 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
 
 
 @without_autocast
-def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reduction="mean", chunk_size=None,
-                               accumulate=None, check_values=None):
+def info_nce_from_similarities(s_pos: torch.Tensor, s_neg: torch.Tensor, tau: float | torch.Tensor, *,
+                               variant: str = "standard", reduction: str = "mean", chunk_size: int | None = None,
+                               accumulate: torch.dtype | None = None, check_values: bool | None = None) -> torch.Tensor:
     """InfoNCE from similarities (book eq. ``notation-infonce``).
 
     Args:
@@ -359,7 +363,8 @@ def info_nce(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tens
                           dtype, reduction, unit_norm, require_unit_norm)
 
 
-def _check_embedding_shapes(anchor, positive, negatives, allow_no_negative=False):
+def _check_embedding_shapes(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor,
+                            allow_no_negative: bool = False) -> None:
     """ValueError unless ``anchor`` and ``positive`` are (B, d) with B >= 1 and ``negatives`` is
     (B, k, d) or (k, d) with k >= 1 (or k = 0 with ``allow_no_negative``; the messages name both
     shapes)."""

@@ -32,6 +32,7 @@ import torch
 
 from ..utils.validation import check_bool, check_float_tensor
 from ._common import (
+    Variant,
     accumulation_dtype,
     check_accumulate,
     check_chunk_size,
@@ -57,7 +58,7 @@ from ._pairwise import PairwiseInfoNCE, pairwise_tile
 __all__ = ["info_nce_in_batch", "nt_xent"]
 
 
-def _validate_pairs(z1, z2, require_unit_norm):
+def _validate_pairs(z1: torch.Tensor, z2: torch.Tensor, require_unit_norm: bool) -> None:
     for name, t in (("z1", z1), ("z2", z2)):
         # (the norm check covers finiteness; neither reads a value without value checks)
         check_float_tensor(t, name, finite=values_checked() and not require_unit_norm)
@@ -69,7 +70,7 @@ def _validate_pairs(z1, z2, require_unit_norm):
         raise ValueError("empty batch: z1 has B = 0 rows; in-batch InfoNCE needs at least two pairs")
 
 
-def _check_options(variant, reduction, chunk_size, require_unit_norm, gather):
+def _check_options(variant: Any, reduction: Any, chunk_size: Any, require_unit_norm: Any, gather: Any) -> int | None:
     check_options(variant, reduction)
     variant = resolve_variant(variant)
     check_bool(require_unit_norm, "require_unit_norm")
@@ -77,13 +78,15 @@ def _check_options(variant, reduction, chunk_size, require_unit_norm, gather):
     return check_chunk_size(chunk_size)
 
 
-def _candidates(xs, group):
+def _candidates(xs: tuple[torch.Tensor, ...], group: Any) -> tuple[list[torch.Tensor], int]:
     """``(candidates, offset)``: each of ``xs`` gathered from every process of ``group``, and the
     first row of this process's own slice."""
     return [all_gather_with_grad(x, group) for x in xs], local_offset(xs[0].shape[0], group)
 
 
-def _anchors(xs, tau_value, tau_tensor, dtype, scale=None):
+def _anchors(xs: tuple[torch.Tensor, ...], tau_value: float | None, tau_tensor: torch.Tensor | None,
+             dtype: torch.dtype, scale: torch.Tensor | None = None,
+             ) -> tuple[list[torch.Tensor], float, torch.Tensor | None]:
     """``(anchors, tau_value, tau_tensor)``: ``xs`` and the temperature as given, or, for a tensor
     tau not read on the host (``tau_value`` None), ``xs`` divided by it on the device and tau 1;
     for a ``logit_scale`` (``scale``), ``xs`` times ``exp(scale)`` and tau 1
@@ -92,18 +95,19 @@ def _anchors(xs, tau_value, tau_tensor, dtype, scale=None):
         factor = scale_factor(scale, dtype)
         return [fold_scale(x, factor, dtype) for x in xs], 1.0, None
     if tau_value is not None:
-        return xs, tau_value, tau_tensor
+        return list(xs), tau_value, tau_tensor
     return [fold_temperature(x, tau_tensor, dtype) for x in xs], 1.0, None
 
 
-def _alias_when_compiling(x):
+def _alias_when_compiling(x: torch.Tensor) -> torch.Tensor:
     """``x``, or a view of it under ``torch.compile``: the candidates are also the positives (or
     the anchors), and dynamo breaks the graph at a custom autograd function given one tensor
     twice; eager calls pass the tensor itself."""
     return x.view_as(x) if torch.compiler.is_compiling() else x
 
 
-def _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor, require_unit_norm, what):
+def _single_pair(variant: Variant, rows: int, dtype: torch.dtype, reduction: str, z1: torch.Tensor, z2: torch.Tensor,
+                 tau_tensor: torch.Tensor | None, require_unit_norm: bool, what: str) -> torch.Tensor:
     """The loss of one pair in all (no negative): 0 per row in the standard variant, with zero
     gradient (after the unit-norm checks); ValueError for the decoupled one."""
     if not variant.allows_no_negative:

@@ -44,7 +44,7 @@ CLIP_TAU = 0.07
 class _TemperatureLoss(nn.Module):
     """What the three modules share: the temperature (fixed or learnable) and the options."""
 
-    def __init__(self, tau, learn_temperature, options):
+    def __init__(self, tau: float, learn_temperature: bool, options: dict[str, Any]) -> None:
         super().__init__()
         tau = check_tau(tau)
         check_bool(learn_temperature, "learn_temperature")
@@ -63,7 +63,7 @@ class _TemperatureLoss(nn.Module):
             self.tau = tau
 
     @property
-    def temperature(self):
+    def temperature(self) -> float | torch.Tensor:
         """The temperature passed to the loss: the float ``tau``, or ``exp(-logit_scale)`` (a 0-d
         tensor with gradient) when it is learned."""
         if self.logit_scale is None:
@@ -108,8 +108,9 @@ class InfoNCELoss(_TemperatureLoss):
         1.098612
     """
 
-    def __init__(self, tau=CLIP_TAU, *, learn_temperature=False, variant="standard", reduction="mean",
-                 chunk_size=None, require_unit_norm=True, accumulate=None, check_values=None):
+    def __init__(self, tau: float = CLIP_TAU, *, learn_temperature: bool = False, variant: str = "standard",
+                 reduction: str = "mean", chunk_size: int | None = None, require_unit_norm: bool = True,
+                 accumulate: torch.dtype | None = None, check_values: bool | None = None) -> None:
         super().__init__(tau, learn_temperature, dict(
             variant=variant, reduction=reduction, chunk_size=chunk_size, require_unit_norm=require_unit_norm,
             accumulate=accumulate, check_values=check_values))
@@ -143,9 +144,10 @@ class InBatchInfoNCELoss(_TemperatureLoss):
         1.386294
     """
 
-    def __init__(self, tau=CLIP_TAU, *, learn_temperature=False, symmetric=True, variant="standard",
-                 reduction="mean", chunk_size=None, require_unit_norm=True, accumulate=None, gather=False,
-                 group=None, check_values=None, score_dtype=None):
+    def __init__(self, tau: float = CLIP_TAU, *, learn_temperature: bool = False, symmetric: bool = True,
+                 variant: str = "standard", reduction: str = "mean", chunk_size: int | None = None,
+                 require_unit_norm: bool = True, accumulate: torch.dtype | None = None, gather: bool = False,
+                 group: Any = None, check_values: bool | None = None, score_dtype: torch.dtype | None = None) -> None:
         super().__init__(tau, learn_temperature, dict(
             symmetric=symmetric, variant=variant, reduction=reduction, chunk_size=chunk_size,
             require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group,
@@ -181,9 +183,10 @@ class NTXentLoss(_TemperatureLoss):
         1.609438
     """
 
-    def __init__(self, tau=0.5, *, learn_temperature=False, variant="standard", reduction="mean",
-                 chunk_size=None, require_unit_norm=True, accumulate=None, gather=False, group=None,
-                 check_values=None, score_dtype=None):
+    def __init__(self, tau: float = 0.5, *, learn_temperature: bool = False, variant: str = "standard",
+                 reduction: str = "mean", chunk_size: int | None = None, require_unit_norm: bool = True,
+                 accumulate: torch.dtype | None = None, gather: bool = False, group: Any = None,
+                 check_values: bool | None = None, score_dtype: torch.dtype | None = None) -> None:
         super().__init__(tau, learn_temperature, dict(
             variant=variant, reduction=reduction, chunk_size=chunk_size, require_unit_norm=require_unit_norm,
             accumulate=accumulate, gather=gather, group=group, check_values=check_values,
