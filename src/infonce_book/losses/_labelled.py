@@ -156,7 +156,7 @@ def supcon_views(z1: torch.Tensor, z2: torch.Tensor, labels: torch.Tensor, negat
                  tau_value: float | None, tau_tensor: torch.Tensor | None, scale: torch.Tensor | None, *,
                  reduction: str, chunk_size: int | None, require_unit_norm: bool, accumulate: torch.dtype | None,
                  gather: bool, group: Any) -> torch.Tensor:
-    """SupCon's ``L_out`` over the 2B views (module :mod:`infonce_book.losses.supcon`)."""
+    """SupCon's ``L_out`` over the 2B views (module :mod:`infonce_book.losses.supervised`)."""
     B, d = z1.shape
     negatives = check_extra_negatives(negatives, B, d)
     dtype = accumulation_dtype(accumulate, z1, z2, *(() if negatives is None else (negatives,)))
