@@ -20,7 +20,7 @@ import os
 import sys
 import types
 
-__all__ = ["load_clip_loss", "load_lightly_ntxent", "load_pml_ntxent"]
+__all__ = ["load_clip_loss", "load_lightly_ntxent", "load_pml_ntxent", "load_pml_supcon"]
 
 
 def _package_dir(name):
@@ -79,3 +79,13 @@ def load_pml_ntxent():
     except ImportError:
         return None
     return NTXentLoss
+
+
+@functools.cache
+def load_pml_supcon():
+    """pytorch-metric-learning's ``SupConLoss`` class, or None."""
+    try:
+        from pytorch_metric_learning.losses import SupConLoss
+    except ImportError:
+        return None
+    return SupConLoss

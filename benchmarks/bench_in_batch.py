@@ -52,46 +52,102 @@ import _peers  # noqa: E402  (beside this file)
 from bench_infonce import _CHILD_ENV, _loadavg, _machine, _PeakMemory  # noqa: E402
 
 FORMS = {
-    "clip": ("infonce_book", "open_clip", "composition"),
+    "clip": ("infonce_book", "infonce_book unchecked", "open_clip", "composition"),
     "rows": ("infonce_book", "composition"),
     "nt-xent": ("infonce_book", "lightly", "pytorch-metric-learning", "composition"),
     # Diagnostic (``--forms clip-overhead``): the kernel called without the argument and unit-norm
     # checks and the function's dispatch, to show the fixed cost per call at small B.
     "clip-overhead": ("infonce_book", "kernel only", "open_clip", "composition"),
+    # Under torch.autocast(bfloat16): the peers' products run in bfloat16; ours in float32 unless
+    # asked for bfloat16 scoring (score_dtype=torch.bfloat16, "infonce_book bf16").
+    "clip-autocast": ("infonce_book", "infonce_book bf16", "open_clip", "composition"),
+    "nt-xent-autocast": ("infonce_book", "infonce_book bf16", "lightly", "composition"),
+    # Labels (B / 4 classes of 4 pairs): same-class items left out of the negatives; SupCon.
+    "clip-labels": ("infonce_book", "composition"),
+    "supcon": ("infonce_book", "pytorch-metric-learning", "composition"),
 }
 LIBRARIES = ("open_clip", "lightly", "pytorch-metric-learning")
-TAU = {"clip": 0.07, "rows": 0.07, "nt-xent": 0.1, "clip-overhead": 0.07}
-DEFAULT_FORMS = ("clip", "rows", "nt-xent")
+TAU = {"clip": 0.07, "rows": 0.07, "nt-xent": 0.1, "clip-overhead": 0.07, "clip-autocast": 0.07,
+       "nt-xent-autocast": 0.1, "clip-labels": 0.07, "supcon": 0.1}
+DEFAULT_FORMS = ("clip", "rows", "nt-xent", "clip-autocast", "nt-xent-autocast", "clip-labels", "supcon")
+AUTOCAST_FORMS = ("clip-autocast", "nt-xent-autocast")
 #: pytorch-metric-learning's NT-Xent holds a (2B (2B - 2), 2B) float mask; not run beyond 2 GiB.
 PML_CAP_BYTES = 2 * 2**30
 
 
 def _loss_fn(form, method, B, device):
-    """The loss ``fn(z1, z2)`` of ``method`` for ``form``, or None if its library is missing."""
+    """The loss ``fn(z1, z2)`` of ``method`` for ``form``, or None if its library is missing (under
+    ``torch.autocast(bfloat16)`` for the autocast forms)."""
+    import torch
+
+    fn = _plain_loss_fn(form, method, B, device)
+    if fn is None or form not in AUTOCAST_FORMS:
+        return fn
+
+    def under_autocast(z1, z2):
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            return fn(z1, z2)
+    return under_autocast
+
+
+def _plain_loss_fn(form, method, B, device):
     import torch
     import torch.nn.functional as F
 
-    from infonce_book.losses import info_nce_in_batch, nt_xent
+    from infonce_book.losses import info_nce_in_batch, nt_xent, supcon
 
     tau = TAU[form]
     labels = torch.arange(B, device=device)
-    if method == "infonce_book":
-        if form == "nt-xent":
-            return lambda z1, z2: nt_xent(z1, z2, tau)
-        return lambda z1, z2: info_nce_in_batch(z1, z2, tau, symmetric=form != "rows")
+    classes = labels % max(1, B // 4)  # B / 4 classes of 4 pairs each
+    base = form.removesuffix("-autocast")
+    if form == "clip-labels":
+        if method == "infonce_book":
+            return lambda z1, z2: info_nce_in_batch(z1, z2, tau, labels=classes)
+        same = (classes[:, None] == classes[None, :]) & ~torch.eye(B, dtype=torch.bool, device=device)
+
+        def clip_labels(z1, z2):
+            logits = (z1 @ z2.T / tau).masked_fill(same, float("-inf"))
+            return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels)) / 2
+        return clip_labels
+    if form == "supcon":
+        both = torch.cat([classes, classes])
+        if method == "infonce_book":
+            return lambda z1, z2: supcon(z1, z2, classes, tau)
+        if method == "pytorch-metric-learning":
+            cls = _peers.load_pml_supcon()
+            if cls is None:
+                return None
+            loss = cls(temperature=tau)
+            return lambda z1, z2: loss(torch.cat([z1, z2]), both)
+        eye = torch.eye(2 * B, dtype=torch.bool, device=device)
+        pos = (both[:, None] == both[None, :]) & ~eye
+
+        def supcon_composition(z1, z2):  # Khosla et al.'s reference code, in torch
+            v = torch.cat([z1, z2])
+            logits = (v @ v.T / tau).masked_fill(eye, float("-inf"))
+            log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
+            return -(log_prob.masked_fill(~pos, 0.0).sum(1) / pos.sum(1)).mean()
+        return supcon_composition
+    if method == "infonce_book unchecked":
+        return lambda z1, z2: info_nce_in_batch(z1, z2, tau, check_values=False)
+    if method in ("infonce_book", "infonce_book bf16"):
+        sd = torch.bfloat16 if method.endswith("bf16") else None
+        if base == "nt-xent":
+            return lambda z1, z2: nt_xent(z1, z2, tau, score_dtype=sd)
+        return lambda z1, z2: info_nce_in_batch(z1, z2, tau, symmetric=base != "rows", score_dtype=sd)
     if method == "kernel only":
         from infonce_book.losses._pairwise import PairwiseInfoNCE
 
         exclude = labels.unsqueeze(-1)
         return lambda z1, z2: PairwiseInfoNCE.apply(z1, z2, None, tau, None, exclude, True, True, torch.float32,
-                                                    "mean", (), B)
+                                                    "mean", (), B, None)
     if method == "composition":
-        if form in ("clip", "clip-overhead"):
+        if base in ("clip", "clip-overhead"):
             def clip(z1, z2):
                 logits = z1 @ z2.T / tau
                 return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels)) / 2
             return clip
-        if form == "rows":
+        if base == "rows":
             return lambda z1, z2: F.cross_entropy(z1 @ z2.T / tau, labels)
         targets = torch.cat([labels + B, labels])
 
@@ -138,7 +194,7 @@ def time_config(form, B, d, device, repeats, budget):
     z1, z2 = _inputs(B, d, device)
     fns = {m: _loss_fn(form, m, B, device) for m in FORMS[form]}
     out = {m: {"status": "missing (not installed)"} for m, f in fns.items() if f is None}
-    if "pytorch-metric-learning" in fns and (2 * B) ** 3 * 4 > PML_CAP_BYTES:
+    if form == "nt-xent" and "pytorch-metric-learning" in fns and (2 * B) ** 3 * 4 > PML_CAP_BYTES:
         fns.pop("pytorch-metric-learning")  # it forms a (pairs x views) mask: (2B)^3 floats
         out["pytorch-metric-learning"] = {"status": "skipped (memory)"}
     fns = {m: f for m, f in fns.items() if f is not None}
@@ -246,8 +302,20 @@ def evaluate_targets(rows):
             key = "the composition (B >= 1024)" if m == "composition" else m
             if key not in worst or ratio < worst[key][0]:
                 worst[key] = (ratio, form, B, d)
-    return [f"{key}'s time / infonce_book's: lowest {r:.2f} ({form}, B={B}, d={d}); target >= 1: "
-            f"{'met' if r >= 1 else 'missed'}." for key, (r, form, B, d) in sorted(worst.items())]
+    out = [f"{key}'s time / infonce_book's: lowest {r:.2f} ({form}, B={B}, d={d}); target >= 1: "
+           f"{'met' if r >= 1 else 'missed'}." for key, (r, form, B, d) in sorted(worst.items())]
+    # Small batches (issue 38, item 3): the default path within 1.1x open_clip's time at B = 64,
+    # the path without value checks within 1.2x the plain composition's.
+    for (form, B, d), res in rows.items():
+        if form != "clip" or B != 64:
+            continue
+        ours, unchecked = res.get("infonce_book", {}), res.get("infonce_book unchecked", {})
+        for name, a, b, limit in (("infonce_book / open_clip", ours, res.get("open_clip", {}), 1.1),
+                                  ("infonce_book unchecked / composition", unchecked, res.get("composition", {}), 1.2)):
+            if a.get("status") == "ok" and b.get("status") == "ok":
+                r = a["median_s"] / b["median_s"]
+                out.append(f"{name} at B={B}, d={d}: {r:.2f}; target <= {limit}: {'met' if r <= limit else 'missed'}.")
+    return out
 
 
 def markdown_report(rows, meta):
@@ -262,7 +330,13 @@ def markdown_report(rows, meta):
         "Median milliseconds per forward+backward call (float32 unit vectors, gradients for both sides) "
         "over interleaved samples; `x / ours` is that method's time over infonce_book's (above 1: "
         "infonce_book is faster). clip: CLIP's symmetric loss, tau = 0.07; rows: one direction; nt-xent: "
-        "SimCLR's loss over 2B views, tau = 0.1.", ""]
+        "SimCLR's loss over 2B views, tau = 0.1; `infonce_book unchecked`: `check_values=False`. "
+        "`-autocast`: every method called under `torch.autocast('cpu', dtype=torch.bfloat16)` (the peers' "
+        "products then run in bfloat16, ours in float32, or in bfloat16 with `score_dtype=torch.bfloat16`, "
+        "`infonce_book bf16`; this CPU has no fast bfloat16 matrix multiply, so the bfloat16 products are "
+        "slower here than float32 ones: these rows measure the overhead, not a GPU's speed-up). "
+        "clip-labels: CLIP's loss with `labels=` (B/4 classes of 4 pairs; the composition masks the "
+        "same-class logits); supcon: SupCon's L_out, tau = 0.1, same classes.", ""]
     for form, methods in FORMS.items():
         if not any(f == form for f, _, _ in rows):
             continue

@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from infonce_book.losses import gather_with_grad, info_nce, info_nce_in_batch, nt_xent
+from infonce_book.losses import gather_with_grad, info_nce, info_nce_in_batch, nt_xent, supcon
 
 F64 = torch.float64
 B, D, D_IN, K = 3, 4, 5, 4  # pairs and explicit negatives per process, embedding and input dims
@@ -26,16 +26,26 @@ def global_batch(world):
     return z1, z2, n, x1, x2
 
 
+def labels_of(z1, gather):
+    """The labels of the local pairs: two classes alternating over the global batch's pairs."""
+    offset = dist.get_rank() * B if gather else 0
+    return (offset + torch.arange(z1.shape[0])) % 2
+
+
 def losses(gather):
     """name -> loss(z1, z2, n, tau); with ``gather`` the candidates (or negatives) of every process."""
     negatives = gather_with_grad if gather else (lambda x: x)
     return {
+        "clip-labels": lambda z1, z2, n, t: info_nce_in_batch(z1, z2, t, labels=labels_of(z1, gather), gather=gather),
+        "nt_xent-labels-chunked": lambda z1, z2, n, t: nt_xent(z1, z2, t, labels=labels_of(z1, gather), chunk_size=2,
+                                                               gather=gather),
+        "supcon": lambda z1, z2, n, t: supcon(z1, z2, labels_of(z1, gather), t, gather=gather),
         "nt_xent": lambda z1, z2, n, t: nt_xent(z1, z2, t, gather=gather),
         "nt_xent-decoupled-chunked": lambda z1, z2, n, t: nt_xent(z1, z2, t, variant="decoupled", chunk_size=4,
                                                                   gather=gather),
         "clip-symmetric": lambda z1, z2, n, t: info_nce_in_batch(z1, z2, t, symmetric=True, gather=gather),
         "clip-chunked-sum": lambda z1, z2, n, t: info_nce_in_batch(z1, z2, t, chunk_size=2, gather=gather,
-                                                                   reduction="sum"),
+                                                                   reduction="sum", symmetric=False),
         "info_nce-gathered-negatives": lambda z1, z2, n, t: info_nce(z1, z2, negatives(n), t),
     }
 

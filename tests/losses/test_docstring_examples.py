@@ -5,10 +5,10 @@ import doctest
 
 import pytest
 
-from infonce_book.losses import distributed, explicit, in_batch, modules
+from infonce_book.losses import distributed, explicit, in_batch, modules, supervised
 
 
-@pytest.mark.parametrize("module", [explicit, in_batch, modules, distributed], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [explicit, in_batch, modules, distributed, supervised], ids=lambda m: m.__name__)
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, raise_on_error=False, verbose=False)
     assert result.failed == 0

@@ -78,8 +78,8 @@ def _cases(device, check_values=False):
         ("in-batch tiled", (z1, z2, tau), lambda a, b, t: info_nce_in_batch(
             a, b, t, symmetric=True, chunk_size=7, **off)),
         ("in-batch tiled rows", (z1, z2), lambda a, b: info_nce_in_batch(
-            a, b, 0.2, variant="decoupled", reduction="none", chunk_size=16, **off)),
-        ("in-batch B = 1", (z1[:1], z2[:1], tau), lambda a, b, t: info_nce_in_batch(a, b, t, **off)),
+            a, b, 0.2, variant="decoupled", reduction="none", chunk_size=16, **off, symmetric=False)),
+        ("in-batch B = 1", (z1[:1], z2[:1], tau), lambda a, b, t: info_nce_in_batch(a, b, t, **off, symmetric=False)),
         ("nt_xent pairwise", (z1, z2), lambda a, b: nt_xent(a, b, 0.5, reduction="sum", **off)),
         ("nt_xent tiled", (z1, z2, tau), lambda a, b, t: nt_xent(a, b, t, chunk_size=16, **off)),
         ("nt_xent B = 1", (z1[:1], z2[:1], tau), lambda a, b, t: nt_xent(a, b, t, **off)),
@@ -132,8 +132,8 @@ def test_the_local_in_batch_cases_run_the_pairwise_kernel(monkeypatch, name, inp
 
 def test_the_counter_sees_the_reads_of_the_value_checks(monkeypatch):
     z1, z2 = _unit(40, 16, device="cpu", seed=1), _unit(40, 16, device="cpu", seed=2)
-    for fn in (lambda a, b: info_nce_in_batch(a, b, 0.1),                   # norm and finiteness checks
-               lambda a, b: info_nce_in_batch(a, b, torch.tensor(0.1)),     # and the value of tau
+    for fn in (lambda a, b: info_nce_in_batch(a, b, 0.1, symmetric=False),                   # norm and finiteness checks
+               lambda a, b: info_nce_in_batch(a, b, torch.tensor(0.1), symmetric=False),     # and the value of tau
                lambda a, b: InBatchInfoNCELoss(learn_temperature=True)(a, b)):
         with counting_host_reads(monkeypatch) as calls:
             _run((z1, z2), fn)
@@ -177,6 +177,6 @@ def test_the_gpu_synchronises_with_value_checks():
     torch.cuda.set_sync_debug_mode("error")
     try:
         with pytest.raises(RuntimeError, match="synchroniz"):
-            info_nce_in_batch(z1, z2, 0.1)
+            info_nce_in_batch(z1, z2, 0.1, symmetric=False)
     finally:
         torch.cuda.set_sync_debug_mode(previous)

@@ -121,7 +121,7 @@ def test_identical_features_give_chance_level(B):
     z = torch.nn.functional.normalize(torch.ones(B, 5, dtype=F64), dim=-1)
     for chunk_size in (None, 2):
         kw = dict(reduction="none", chunk_size=chunk_size)
-        cases = [(info_nce_in_batch(z, z, 0.1, **kw), math.log(B)),
+        cases = [(info_nce_in_batch(z, z, 0.1, **kw, symmetric=False), math.log(B)),
                  (info_nce_in_batch(z, z, 0.1, variant="decoupled", symmetric=True, **kw), math.log(B - 1)),
                  (nt_xent(z, z, 0.1, **kw), math.log(2 * B - 1)),
                  (nt_xent(z, z, 0.1, variant="decoupled", **kw), math.log(2 * B - 2))]
@@ -151,7 +151,7 @@ def test_in_batch_form_is_info_nce_with_the_other_columns_as_negatives():
     # Row i of info_nce_in_batch is info_nce with anchor z1_i, positive z2_i and negatives
     # z2_j, j != i (an explicit, independent computation per row).
     z1, z2 = unit(5, 4, seed=9), unit(5, 4, seed=10)
-    got = info_nce_in_batch(z1, z2, 0.4, reduction="none")
+    got = info_nce_in_batch(z1, z2, 0.4, reduction="none", symmetric=False)
     for i in range(5):
         others = torch.cat([z2[:i], z2[i + 1:]])
         want = info_nce(z1[i:i + 1], z2[i:i + 1], others, 0.4, reduction="none")
@@ -186,7 +186,7 @@ def test_reductions_of_the_in_batch_forms():
 def test_one_pair_has_no_negative_decoupled_is_a_clear_error():
     z = unit(1, 3, seed=15)
     with pytest.raises(ValueError, match=r"at least 2 pairs.*got B = 1"):
-        info_nce_in_batch(z, z, 0.5, variant="decoupled")
+        info_nce_in_batch(z, z, 0.5, variant="decoupled", symmetric=False)
     with pytest.raises(ValueError, match=r"at least 2 pairs.*got B = 1"):
         nt_xent(z, z, 0.5, variant="decoupled")
 
@@ -217,7 +217,7 @@ def test_bad_in_batch_inputs_raise_clear_errors():
     bad = z1.clone()
     bad[1, 2] = float("nan")
     with pytest.raises(ValueError, match="z1 contains NaN or infinite entries"):
-        info_nce_in_batch(bad, z2, 0.5)
+        info_nce_in_batch(bad, z2, 0.5, symmetric=False)
 
 
 def test_learnable_temperature_gets_the_reference_gradient():

@@ -32,7 +32,7 @@ def value_and_grads(fn, z1, z2, tau):
 
 FORMS = {
     "clip-symmetric": lambda z1, z2, t, **kw: info_nce_in_batch(z1, z2, t, symmetric=True, **kw),
-    "clip-rows": lambda z1, z2, t, **kw: info_nce_in_batch(z1, z2, t, **kw),
+    "clip-rows": lambda z1, z2, t, **kw: info_nce_in_batch(z1, z2, t, **kw, symmetric=False),
     "nt_xent": lambda z1, z2, t, **kw: nt_xent(z1, z2, t, **kw),
 }
 

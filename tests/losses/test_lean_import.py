@@ -45,3 +45,10 @@ def test_the_probe_imports_this_tree(loaded):
 def test_import_loads_none_of_the_book_machinery(loaded):
     package, names = loaded
     assert sorted(names & set(HEAVY)) == [], f"import {package} loads book machinery"
+
+
+def test_scipy_is_needed_by_the_theory_and_the_models_but_not_by_the_losses(loaded):
+    # SciPy stays a core dependency because the theory (statistics) and the models (Bessel
+    # functions of the vMF model) import it; the losses never do.
+    package, names = loaded
+    assert ("scipy" in names) == (package != "infonce_book.losses"), sorted(names)

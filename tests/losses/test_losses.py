@@ -421,7 +421,7 @@ def test_negatives_off_the_sphere_are_refused_in_any_chunk(shared):
     a, p = unit(2, 4), unit(2, 4, seed=1)
     for row in (0, 9):
         neg = unit(10, 4, seed=2) if shared else unit(2, 10, 4, seed=2)
-        neg[..., row, :] *= 1.01
-        with pytest.raises(ValueError, match=r"negatives must have unit-norm rows.*deviation \|norm - 1\| is 0.01"):
+        neg[..., row, :] *= 1.05  # beyond the tolerance 1e-2 (rows normalised in bfloat16 pass)
+        with pytest.raises(ValueError, match=r"negatives must have unit-norm rows.*deviation \|norm - 1\| is 0.05"):
             info_nce(a, p, neg, 0.5, chunk_size=3)
         info_nce(a, p, neg, 0.5, chunk_size=3, require_unit_norm=False)  # accepted when asked

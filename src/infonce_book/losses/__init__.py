@@ -10,6 +10,10 @@ instead of inf or NaN):
   -- from similarities arriving in chunks (module :mod:`infonce_book.losses.explicit`).
 * :func:`info_nce_in_batch` -- CLIP's in-batch loss (``symmetric=True``: both directions);
   :func:`nt_xent` -- SimCLR's NT-Xent over 2B views (module :mod:`infonce_book.losses.in_batch`).
+* :func:`supcon` and :class:`SupConLoss` -- SupCon's several positives per anchor (Khosla et al.
+  2020, ``L_out``; module :mod:`infonce_book.losses.supervised`). The in-batch forms take ``labels=``
+  (same-class items are never negatives of each other), extra hard ``negatives=``, CLIP's
+  ``logit_scale=`` in place of ``tau``, and opt-in bfloat16 scoring (``score_dtype=``).
 * :class:`InfoNCELoss`, :class:`InBatchInfoNCELoss` (CLIP, both directions by default) and
   :class:`NTXentLoss` -- the same losses as ``torch.nn`` modules, with an optional learnable
   temperature held as CLIP's ``logit_scale`` (module :mod:`infonce_book.losses.modules`).
@@ -53,7 +57,8 @@ from .distributed import gather_with_grad
 from .explicit import info_nce, info_nce_from_similarities, info_nce_streaming
 from .in_batch import info_nce_in_batch, nt_xent
 from .modules import InBatchInfoNCELoss, InfoNCELoss, NTXentLoss
+from .supervised import SupConLoss, supcon
 
 __all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "InBatchInfoNCELoss", "InfoNCELoss", "NTXentLoss",
-           "gather_with_grad", "info_nce", "info_nce_from_similarities", "info_nce_in_batch", "info_nce_streaming",
-           "nt_xent"]
+           "SupConLoss", "gather_with_grad", "info_nce", "info_nce_from_similarities", "info_nce_in_batch",
+           "info_nce_streaming", "nt_xent", "supcon"]

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import torch
 
-from ..utils.validation import norm_deviation, raise_unless_unit_norm
+from ..utils.validation import norm_deviation
 from ._backward import differentiable_backward, grad_like, row_factor
 from ._common import autocast_off
 from ._logsumexp import LogSumExpState, embedding_lse_plain, sum_of_weights
+from ._norm_checks import raise_unless_unit_norm
 
 __all__ = ["InfoNCEFromEmbeddings"]
 

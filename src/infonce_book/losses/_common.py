@@ -17,18 +17,58 @@ log-sum-exp arithmetic in :mod:`._logsumexp` and the pieces of their backward pa
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import itertools
+import math
 import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import torch
 
 from ..utils.validation import check_bool, check_choice, check_tau
 from ._logsumexp import scale_by_temperature
 
-VARIANTS = ("standard", "decoupled")
+
+class Variant(str, enum.Enum):
+    """The loss variants, resolved once per call from the ``variant`` string (a ``str``, so it
+    compares equal to its name). What a kernel needs of a variant is asked of it here:
+
+    * ``include_positive``: the positive's term is in the denominator (standard:
+      ``log(1 + sum_j e^{z_j})``, a softplus of the log-sum-exp of the negatives) or not
+      (decoupled, Yeh et al. 2022: ``log sum_j e^{z_j}``);
+    * ``allows_no_negative``: a row without negatives has a loss (standard: exactly 0) rather than
+      the undefined ``log 0`` (decoupled raises).
+
+    Adding a variant: a member here with these properties, and the row formula where the kernels
+    branch on ``include_positive`` (:mod:`._logsumexp`, :mod:`._fused`, :mod:`._pairwise`,
+    :mod:`._masked`)."""
+
+    STANDARD = "standard"
+    DECOUPLED = "decoupled"
+
+    @property
+    def include_positive(self) -> bool:
+        return self is Variant.STANDARD
+
+    @property
+    def allows_no_negative(self) -> bool:
+        return self is Variant.STANDARD
+
+
+VARIANTS = tuple(v.value for v in Variant)
+
+
+def resolve_variant(variant: str) -> Variant:
+    """The :class:`Variant` named by ``variant`` (ValueError naming the choices otherwise)."""
+    check_choice(variant, "variant", VARIANTS)
+    return Variant(variant)
 REDUCTIONS = ("mean", "sum", "none")
 ACCUMULATE_DTYPES = (torch.float32, torch.float64)
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: The fused path (the whole (B, k) logit matrix at once) is taken when all negatives fit in one
 #: chunk and ``B * k`` is at most this: for small problems the fixed cost per call of the chunked
@@ -51,33 +91,42 @@ def autocast_enabled(device_type: str) -> bool:
         return device_type == "cuda" and torch.is_autocast_enabled()
 
 
-def autocast_off(device_type: str):
+def autocast_off(device_type: str) -> contextlib.AbstractContextManager[Any]:
     """A context that switches autocast off for ``device_type`` if it is on (else does nothing)."""
     if autocast_enabled(device_type):
         return torch.autocast(device_type, enabled=False)
     return contextlib.nullcontext()
 
 
-def _device_type(args, kwargs):
+def _device_type(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     for x in itertools.chain(args, kwargs.values()):
         if isinstance(x, torch.Tensor):
             return x.device.type
     return None
 
 
-def without_autocast(fn):
+def checks_wanted(check_values: bool | None) -> bool:
+    """Whether value checks run for ``check_values``: True or False as given; None (the default)
+    is True in eager mode and False while ``torch.compile`` traces the call, where every value
+    read on the host would break the graph (the compile-friendly default)."""
+    if check_values is None:
+        return not torch.compiler.is_compiling()
+    return check_bool(check_values, "check_values")
+
+
+def without_autocast(fn: Callable[P, R]) -> Callable[P, R]:
     """Run the loss ``fn`` with autocast switched off for the device of its first tensor argument,
-    and value checks as its keyword ``check_values`` asks (default True; off for ``meta``
-    tensors).
+    and value checks as its keyword ``check_values`` asks (:func:`checks_wanted`: by default on in
+    eager mode, off under ``torch.compile``; off for ``meta`` tensors).
 
     Under ``torch.autocast`` the matrix multiplies of the loss would otherwise run in float16 or
     bfloat16 (or fail on mixed dtypes); the loss chooses its own dtypes (module docstring of
     :mod:`infonce_book.losses.explicit`), so float32 inputs give the float32 result."""
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         device_type = _device_type(args, kwargs)
-        checked = check_bool(kwargs.get("check_values", True), "check_values") and device_type != "meta"
+        checked = checks_wanted(kwargs.get("check_values")) and device_type != "meta"
         with value_checks(checked):
             if device_type is not None and autocast_enabled(device_type):
                 with torch.autocast(device_type, enabled=False):
@@ -99,7 +148,7 @@ def values_checked() -> bool:
 
 
 @contextlib.contextmanager
-def value_checks(enabled: bool):
+def value_checks(enabled: bool) -> Iterator[None]:
     """Value checks on or off for the length of the block (per thread; nested blocks restore the
     outer setting)."""
     outer = values_checked()
@@ -112,7 +161,7 @@ def value_checks(enabled: bool):
 
 # ---- arguments ---------------------------------------------------------------------------------
 
-def split_tau(tau):
+def split_tau(tau: float | torch.Tensor) -> tuple[float | None, torch.Tensor | None]:
     """``(value, tensor)``: the validated float, and the 0-d tensor to differentiate (or None).
 
     Without value checks (:func:`values_checked`) a tensor ``tau`` is not read: ``(None, tau)``
@@ -126,6 +175,53 @@ def split_tau(tau):
         value = check_tau(tau.detach())
         return value, (tau.reshape(()) if tau.requires_grad else None)
     return check_tau(tau), None
+
+
+def temperature_of(tau: float | torch.Tensor | None, logit_scale: torch.Tensor | None,
+                   ) -> tuple[float | None, torch.Tensor | None, torch.Tensor | None]:
+    """``(tau_value, tau_tensor, scale)``: the temperature given as ``tau`` (:func:`split_tau`;
+    ``scale`` None) or as CLIP's ``logit_scale = log(1/tau)`` (a 0-d float tensor; then
+    ``(None, None, logit_scale)``, its value checked finite with value checks). Exactly one of the
+    two must be given (ValueError, TypeError)."""
+    if logit_scale is None:
+        if tau is None:
+            raise TypeError("the temperature is missing: pass tau (a float or 0-d tensor > 0) or logit_scale "
+                            "(a 0-d tensor, log(1/tau))")
+        return (*split_tau(tau), None)
+    if tau is not None:
+        raise ValueError(f"pass tau or logit_scale, not both; got tau={tau!r} and a logit_scale")
+    if not isinstance(logit_scale, torch.Tensor) or logit_scale.numel() != 1 or not torch.is_floating_point(
+            logit_scale):
+        raise TypeError(f"logit_scale must be a floating-point tensor with one element (log(1/tau), as CLIP's "
+                        f"logit_scale), got {logit_scale!r}")
+    if values_checked():
+        value = float(logit_scale.detach())
+        if not math.isfinite(value):
+            raise ValueError(f"logit_scale must be finite (log(1/tau)), got logit_scale={value!r}")
+    return None, None, logit_scale.reshape(())
+
+
+def scale_factor(scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``exp(scale)`` (``1/tau``) as a 0-d tensor of ``dtype``; with value checks, OverflowError
+    where it exceeds the largest number of ``dtype`` (its value was read by :func:`temperature_of`,
+    the factor itself is not read again: an exp of a finite float is computed on the host)."""
+    factor = torch.exp(scale.to(dtype))
+    if values_checked():
+        value = float(scale.detach())
+        big = torch.finfo(dtype).max
+        if value > math.log(big):
+            hint = "" if dtype == torch.float64 else " or accumulate=torch.float64"
+            raise OverflowError(f"logit_scale={value!r} is too large for {dtype}: 1/tau = exp(logit_scale) exceeds "
+                                f"its largest number {big:.3g}; clamp the scale (CLIP: at log 100){hint}")
+    return factor
+
+
+def fold_scale(x: torch.Tensor, factor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x exp(logit_scale)`` in ``dtype`` (``factor`` from :func:`scale_factor`): the kernels then
+    run at temperature 1 on the scaled anchors, and the gradient in the scale,
+    ``<grad x', x'>``, is never routed through ``tau = exp(-s)`` (whose own gradient overflows
+    where ``1/tau`` nears the top of the range while the scale's gradient is representable)."""
+    return x.to(dtype) * factor
 
 
 def fold_temperature(x: torch.Tensor, tau_tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -162,7 +258,7 @@ def check_finite_loss(lse: torch.Tensor, dtype: torch.dtype, tau: float) -> None
                             f"sphere, or tau too small); use {hint}")
 
 
-def check_chunk_size(chunk_size):
+def check_chunk_size(chunk_size: Any) -> int | None:
     if chunk_size is None:
         return None
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
@@ -170,7 +266,7 @@ def check_chunk_size(chunk_size):
     return chunk_size
 
 
-def check_accumulate(accumulate, device):
+def check_accumulate(accumulate: Any, device: torch.device) -> torch.dtype | None:
     if accumulate is None:
         return None
     if accumulate not in ACCUMULATE_DTYPES:
@@ -181,7 +277,20 @@ def check_accumulate(accumulate, device):
     return accumulate
 
 
-def check_options(variant, reduction, chunk_size=None):
+#: The dtypes of the opt-in low-precision scoring (``score_dtype``).
+SCORE_DTYPES = (torch.bfloat16, torch.float16)
+
+
+def check_score_dtype(score_dtype: Any) -> torch.dtype | None:
+    """``score_dtype`` checked: None (the products in the accumulation dtype, the default) or
+    torch.bfloat16 / torch.float16 (the similarities' products in that dtype, the log-sum-exp and
+    everything after in the accumulation dtype)."""
+    if score_dtype is not None and score_dtype not in SCORE_DTYPES:
+        raise ValueError(f"score_dtype must be None, torch.bfloat16 or torch.float16, got score_dtype={score_dtype!r}")
+    return score_dtype
+
+
+def check_options(variant: Any, reduction: Any, chunk_size: Any = None) -> int | None:
     """Check ``variant`` and ``reduction`` (ValueError naming the choices) and ``chunk_size``, in
     this order; returns the chunk size (None or an integer >= 1)."""
     check_choice(variant, "variant", VARIANTS)
@@ -189,7 +298,7 @@ def check_options(variant, reduction, chunk_size=None):
     return check_chunk_size(chunk_size)
 
 
-def accumulation_dtype(accumulate, *tensors) -> torch.dtype:
+def accumulation_dtype(accumulate: torch.dtype | None, *tensors: torch.Tensor) -> torch.dtype:
     """The dtype the loss is computed in: ``accumulate`` when given (checked by
     :func:`check_accumulate`), else ``promote(dtypes of tensors..., float32)``."""
     if accumulate is not None:
@@ -206,13 +315,13 @@ def check_batch(B: int, name: str) -> None:
         raise ValueError(f"empty batch: {name} has B = 0 rows; InfoNCE needs at least one anchor")
 
 
-def check_negatives(k: int, name: str, shape) -> None:
+def check_negatives(k: int, name: str, shape: Sequence[int]) -> None:
     """ValueError unless ``k >= 1`` (``name`` and ``shape``: the tensor that holds the negatives)."""
     if k < 1:
         raise ValueError(f"k (number of negatives) must be >= 1, got {name} of shape {tuple(shape)}")
 
 
-def chunk_bounds(k: int, chunk_size: int | None):
+def chunk_bounds(k: int, chunk_size: int | None) -> list[tuple[int, int]]:
     step = k if chunk_size is None else chunk_size
     return [(lo, min(lo + step, k)) for lo in range(0, k, step)]
 
@@ -237,7 +346,7 @@ class _ZeroLoss(torch.autograd.Function):
                               for (shape, dt, dev), need in zip(ctx.specs, needs)))
 
 
-def zero_loss(rows: int, dtype: torch.dtype, reduction: str, *inputs) -> torch.Tensor:
+def zero_loss(rows: int, dtype: torch.dtype, reduction: str, *inputs: Any) -> torch.Tensor:
     """The loss of ``rows`` rows that have no negative in the standard variant: each row's
     ``log(e^0) = 0`` exactly, with a zero gradient in every input (tensors among ``inputs``;
     the first one gives the device), reduced."""
@@ -263,7 +372,8 @@ def finite_loss(lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: floa
     return out if reduction == "none" else finite_reduction(out, lse, reduction, dtype, tau)
 
 
-def finite_reduction(out, lse, reduction, dtype, tau, *, known_finite=None):
+def finite_reduction(out: torch.Tensor, lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: float, *,
+                     known_finite: bool | None = None) -> torch.Tensor:
     """``out`` (the mean or sum of finite rows ``lse``) if it is finite (``known_finite``: that
     is already known, or None to check); otherwise the mean formed without overflow, or an
     OverflowError for a sum; ``out`` unread without value checks)."""

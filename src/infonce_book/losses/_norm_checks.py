@@ -1,7 +1,7 @@
 """Unit-norm checks of the embedding kernels that cost no extra synchronisation: the smallest and
 largest row norms as 0-d tensors, read together with the loss (:func:`raise_unless_checks_pass`),
 and a failing check redone tensor by tensor for its message
-(:func:`infonce_book.utils.validation.check_unit_norm`).
+(:func:`check_unit_norm`, whose tolerance accepts rows normalised in a lower precision).
 """
 
 from __future__ import annotations
@@ -10,10 +10,38 @@ import math
 
 import torch
 
-from ..utils.validation import check_unit_norm, unit_norm_tolerance
+from ..utils.validation import norm_deviation
 from ._common import values_checked
 
-__all__ = ["norm_range", "raise_unless_checks_pass"]
+__all__ = ["UNIT_NORM_TOLERANCE", "check_unit_norm", "norm_range", "raise_unless_checks_pass", "raise_unless_unit_norm"]
+
+#: Largest accepted ``|norm - 1|`` of an embedding row, whatever its dtype: rows normalised in
+#: float16 or bfloat16 (e.g. under ``torch.autocast``) and then cast up with ``.float()`` keep
+#: their low-precision rounding (``|norm - 1|`` up to about ``2^-8 = 3.9e-3`` for bfloat16) and are
+#: on the sphere as far as their precision goes; an embedding that was never normalised is far
+#: outside this band. (The loss scores the rows as given either way.)
+UNIT_NORM_TOLERANCE = 1e-2
+
+
+def check_unit_norm(x: torch.Tensor, name: str) -> None:
+    """Raise ValueError unless every row (last dimension) of ``x`` has norm 1 to within
+    :data:`UNIT_NORM_TOLERANCE` (a NaN or infinite entry is reported as such)."""
+    if x.numel() == 0:
+        return
+    raise_unless_unit_norm(float(norm_deviation(x)), x, name)
+
+
+def raise_unless_unit_norm(worst: float, x: torch.Tensor, name: str) -> None:
+    """Raise the error of :func:`check_unit_norm` for a measured ``worst = max |norm - 1|`` of ``x``."""
+    if not math.isfinite(worst) and not bool(torch.isfinite(x.detach()).all()):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    if not worst <= UNIT_NORM_TOLERANCE:
+        raise ValueError(
+            f"{name} must have unit-norm rows (embeddings on the sphere S^(d-1)); the largest deviation "
+            f"|norm - 1| is {worst:.3g} > {UNIT_NORM_TOLERANCE:g}. Normalise first, e.g. "
+            f"torch.nn.functional.normalize({name}, dim=-1) (rows normalised in float16 or bfloat16 and "
+            f"cast up are accepted), or pass require_unit_norm=False to score the rows as given"
+        )
 
 
 def norm_range(tensors):
@@ -41,7 +69,7 @@ def raise_unless_checks_pass(checks, lohi, out=None) -> bool:
         return True
     values = _read_floats(stats)
     if checks:
-        tol = min(unit_norm_tolerance(x.dtype) for x, _ in checks)
+        tol = UNIT_NORM_TOLERANCE
         if not (1.0 - tol <= values[0] and values[1] <= 1.0 + tol):  # also False for NaN
             for x, name in checks:
                 check_unit_norm(x, name)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 
 from ._backward import differentiable_backward
-from ._common import autocast_off, check_finite_loss, finite_reduction, reduce
+from ._common import autocast_off, check_finite_loss, finite_reduction, reduce, values_checked
 from ._logsumexp import embedding_lse_plain
 from ._norm_checks import norm_range, raise_unless_checks_pass
 from ._tiled import tiled_backward, tiled_forward
@@ -68,15 +68,17 @@ class PairwiseInfoNCE(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, A, C, tau_tensor, tau, pos, exclude, columns, include_positive, dtype, reduction, checks,
-                tile):
+                tile, score_dtype=None):
         lohi = norm_range([x for x, _ in checks]) if checks else ()
         a_beta = _as(A, dtype) * (1.0 / tau)
         c = _as(C, dtype)
         keep = any(ctx.needs_input_grad[:3])
+        # Opt-in low-precision scoring: the products in score_dtype, everything after in dtype.
+        a_s, c_s = (a_beta, c) if score_dtype is None else (a_beta.to(score_dtype), c.to(score_dtype))
         if tile >= A.shape[0]:
-            r_rows, r_cols, saved = materialised_forward(a_beta, c, exclude, columns, keep)
+            r_rows, r_cols, saved = materialised_forward(a_s, c_s, exclude, columns, keep, dtype)
         else:
-            r_rows, r_cols, saved = tiled_forward(a_beta, c, exclude, columns, tile)
+            r_rows, r_cols, saved = tiled_forward(a_s, c_s, exclude, columns, tile, dtype)
         if columns:  # both directions in one (2, n) tensor: a pair's loss is the mean of its two
             r = torch.stack([r_rows, r_cols])
             both = _softplus(r) if include_positive else r
@@ -88,6 +90,9 @@ class PairwiseInfoNCE(torch.autograd.Function):
             out = reduce(per, reduction)
             if out is r:  # reduction "none", decoupled: a copy, which the caller may change in place
                 out = out.clone()
+        if reduction == "mean" and not values_checked():  # (nothing read: a mean whose sum overflows, on the device)
+            rows_of = both if columns else per
+            out = torch.where(torch.isfinite(out), out, (rows_of / rows_of.numel()).sum())
         if not raise_unless_checks_pass(checks, lohi, out):  # a row beyond the range, or a sum that overflows
             if per is None:  # (each half first: the sum of two finite losses may overflow)
                 per = torch.add(both[0] * 0.5, both[1], alpha=0.5)
@@ -95,6 +100,7 @@ class PairwiseInfoNCE(torch.autograd.Function):
             out = finite_reduction(out, per, reduction, dtype, tau, known_finite=False)
         ctx.save_for_backward(A, C, tau_tensor, a_beta, r, *saved)
         ctx.opts = (tau, pos, exclude, columns, include_positive, dtype, reduction, tile)
+        ctx.score_dtype = score_dtype
         return out
 
     @staticmethod
@@ -106,20 +112,21 @@ class PairwiseInfoNCE(torch.autograd.Function):
                 return _plain_loss(a_, c_, tau if t_ is None else t_, pos, exclude, columns, include_positive,
                                    dtype, reduction)
             return differentiable_backward(recompute, (A, C, tau_tensor), ctx.needs_input_grad[:3],
-                                           grad) + (None,) * 9
+                                           grad) + (None,) * 10
         with autocast_off(grad.device.type):
             grads = _backward(ctx, grad, A, C, a_beta, r, saved)
-        return grads + (None,) * 9
+        return grads + (None,) * 10
 
 
-def materialised_forward(a_beta, c, exclude, columns, keep_weights):
+def materialised_forward(a_beta, c, exclude, columns, keep_weights, dtype=None):
     """``(R_rows, R_columns or None, saved)`` over the whole (n, m) logit matrix: ``R`` per row
     (column) over its negatives, ``R = (max_j y_j - s) - log max_j q_j`` with ``q`` the softmax
     over the negatives and ``s`` the positive's logit (``exclude``'s last column), taken from the
     same product so that it is rounded as the others: the difference of two logits comes first,
     and equal logits give exactly ``log(count)``. ``saved``: the softmax weights of the rows (and
-    columns) when ``keep_weights``."""
-    y = torch.mm(a_beta, c.T)
+    columns) when ``keep_weights``. ``dtype``: that of the logits, when the product runs in a
+    lower one (opt-in low-precision scoring)."""
+    y = _scores(a_beta, c, dtype)
     s = y.gather(1, exclude[:, -1:]).squeeze(-1)  # (n,)
     y.scatter_(1, exclude, _NEG_INF)
     q = torch.softmax(y, dim=1)  # (the softmax is the same for the centred logits)
@@ -149,16 +156,17 @@ def _backward(ctx, grad, A, C, a_beta, r, saved):
     f_rows, f_cols = (f[0], f[1]) if columns else (f, None)
     neg_w = f.sum(dim=0).neg_() if columns else torch.neg(f)
     a, cc = _as(A, dtype), _as(C, dtype)
+    sd = ctx.score_dtype
     if tile >= n:
         g = saved[0] * f_rows.unsqueeze(-1)
         if f_cols is not None:
             g.addcmul_(saved[1], f_cols.unsqueeze(0))
         g.scatter_(1, exclude[:, -1:], neg_w.unsqueeze(-1))
-        grad_a = torch.mm(g, cc) if need_a or need_tau else None
-        grad_c = torch.mm(g.T, a) if need_c else None
+        grad_a = _product(g, cc, sd) if need_a or need_tau else None
+        grad_c = _product(g.T, a, sd) if need_c else None
     else:
         grad_a, grad_c = tiled_backward(a_beta, a, cc, exclude, f_rows, f_cols, neg_w, saved[0], saved[1], tile,
-                                        need_c)
+                                        need_c, sd)
     grad_tau = -(torch.linalg.vecdot(a, grad_a).sum() * beta).reshape(()) if need_tau else None
     return (grad_a.to(A.dtype) if need_a else None), (grad_c.to(C.dtype) if need_c else None), grad_tau
 
@@ -179,6 +187,19 @@ def _plain_loss(a, c, tau, pos, exclude, columns, include_positive, dtype, reduc
         cols = embedding_lse_plain(c, a, a, tau, include_positive, dtype, exclude)
         rows = rows * 0.5 + cols * 0.5
     return reduce(rows, reduction)
+
+
+def _scores(a, c, dtype):
+    """``a c^T`` in ``dtype`` (the product in the inputs' dtype, cast up when that is lower)."""
+    y = torch.mm(a, c.T)
+    return y if dtype is None or y.dtype == dtype else y.to(dtype)
+
+
+def _product(x, y, score_dtype):
+    """``x y`` in ``x``'s dtype, the product itself in ``score_dtype`` when one is given."""
+    if score_dtype is None:
+        return torch.mm(x, y)
+    return torch.mm(x.to(score_dtype), y.to(score_dtype)).to(x.dtype)
 
 
 def _as(x, dtype):

@@ -35,6 +35,8 @@ def _logits(a_beta, c, exclude, lo, hi, buf, s_pos=None):
     h, m = hi - lo, c.shape[0]
     if buf is None:
         y = torch.mm(a_beta[lo:hi], c.T)
+    elif buf.dtype != a_beta.dtype:  # low-precision scoring: the product cast up into the buffer
+        y = buf[: h * m].view(h, m).copy_(torch.mm(a_beta[lo:hi], c.T))
     else:
         y = torch.mm(a_beta[lo:hi], c.T, out=buf[: h * m].view(h, m))
     if s_pos is not None:
@@ -52,15 +54,16 @@ def _log_sum(y, shift, dim, out):
     return torch.sub(y, shift, out=out).exp_().sum(dim=dim).log_()
 
 
-def tiled_forward(a_beta, c, exclude, columns, tile):
+def tiled_forward(a_beta, c, exclude, columns, tile, dtype=None):
     """``(R_rows (n,), R_columns (m,) or None, (lse_rows, lse_columns or None))``, ``tile`` rows at
     a time: ``lse`` is ``log sum_j e^{y_j}`` over each row's (column's) negatives and
     ``R = (max - s_pos) + log sum_j e^{y_j - max}``, the difference of two logits taken first (so
     that equal logits give exactly ``log(count)``); ``s_pos`` is the positive's logit
     (``exclude``'s last column; for the columns, the same diagonal)."""
     n, m = a_beta.shape[0], c.shape[0]
-    s_pos = torch.empty(n, dtype=a_beta.dtype, device=a_beta.device)
-    buf = torch.empty(tile * m, dtype=a_beta.dtype, device=a_beta.device)
+    dtype = a_beta.dtype if dtype is None else dtype  # (lower for a_beta and c: low-precision scoring)
+    s_pos = torch.empty(n, dtype=dtype, device=a_beta.device)
+    buf = torch.empty(tile * m, dtype=dtype, device=a_beta.device)
     tmp = torch.empty_like(buf)
     max_r, log_sum_r = torch.empty_like(s_pos), torch.empty_like(s_pos)
     col_m = col_acc = None
@@ -89,24 +92,33 @@ def tiled_forward(a_beta, c, exclude, columns, tile):
     return r_rows, r_cols, (lse_r, col_m.add_(log_c))
 
 
-def tiled_backward(a_beta, a, c, exclude, f_rows, f_cols, neg_w, lse_r, lse_c, tile, need_c):
+def tiled_backward(a_beta, a, c, exclude, f_rows, f_cols, neg_w, lse_r, lse_c, tile, need_c, score_dtype=None):
     """``(G C (n, d), G^T A (m, d) or None)`` for ``G = f_rows q + q' f_cols`` (the weights ``q`` of
     the rows, ``q'`` of the columns; ``f_cols`` None: rows only) with each row's positive entry
-    set to ``neg_w``, the logits recomputed tile by tile."""
+    set to ``neg_w``, the logits recomputed tile by tile (the products in ``score_dtype`` when one is
+    given, as in the forward pass)."""
     n, m = a.shape[0], c.shape[0]
     ga = torch.empty_like(a)
     gc = torch.zeros_like(c) if need_c else None
     buf = torch.empty(min(tile, n) * m, dtype=a.dtype, device=a.device)
     tmp = torch.empty_like(buf) if f_cols is not None else None
+    sd = score_dtype
+    a_s, c_s, a_low = (a_beta, c, a) if sd is None else (a_beta.to(sd), c.to(sd), a.to(sd))
     for lo, hi in _bounds(n, tile):
-        y = _logits(a_beta, c, exclude, lo, hi, buf)
+        y = _logits(a_s, c_s, exclude, lo, hi, buf)
         if f_cols is not None:
             qc = torch.sub(y, lse_c, out=tmp[: y.numel()].view_as(y)).exp_().mul_(f_cols)
         g = y.sub_(lse_r[lo:hi].unsqueeze(-1)).exp_().mul_(f_rows[lo:hi].unsqueeze(-1))
         if f_cols is not None:
             g.add_(qc)
         g.scatter_(1, exclude[lo:hi, -1:], neg_w[lo:hi].unsqueeze(-1))
-        torch.mm(g, c, out=ga[lo:hi])
-        if need_c:
-            gc.addmm_(g.T, a[lo:hi])
+        if sd is None:
+            torch.mm(g, c, out=ga[lo:hi])
+            if need_c:
+                gc.addmm_(g.T, a[lo:hi])
+        else:
+            g_low = g.to(sd)
+            ga[lo:hi] = torch.mm(g_low, c_s)
+            if need_c:
+                gc.add_(torch.mm(g_low.T, a_low[lo:hi]))
     return ga, gc

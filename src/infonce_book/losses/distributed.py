@@ -18,12 +18,16 @@ backward *and* summing, not averaging, the parameters' gradients afterwards).
 
 from __future__ import annotations
 
+from typing import Any
+
+import torch
+
 from ._gather import all_gather_with_grad
 
 __all__ = ["gather_with_grad"]
 
 
-def gather_with_grad(x, group=None):
+def gather_with_grad(x: torch.Tensor, group: Any = None) -> torch.Tensor:
     """Concatenate ``x`` from every process of ``group`` along the first dimension, in rank order,
     differentiably: the backward pass sums, over the processes, the gradients with respect to
     each slice and returns to every process the sum for its own slice.

@@ -54,7 +54,9 @@ Where the logits are formed:
   cost on a CPU, more on most GPUs).
 
 Value checks and the device (``check_values``, every loss function): by default
-(``check_values=True``) the inputs are checked finite and on the unit sphere, a tensor ``tau``
+(``check_values=None``: on in eager mode, off while ``torch.compile`` traces the call, the
+compile-friendly default; ``True`` or ``False`` force either) the inputs are checked finite and on
+the unit sphere, a tensor ``tau``
 finite and > 0, and the loss finite, and a failing check raises at the call that caused it. These
 checks read values back to the host: nothing to wait for on a CPU, one synchronisation per call on
 a GPU (the fused path reads all of its checks together with the loss). The default is on because
@@ -76,9 +78,10 @@ raises). The same holds for the in-batch forms at ``B = 1`` (:mod:`.in_batch`), 
 batch of an epoch.
 
 ``torch.compile``: values and gradients equal the eager ones (tested with
-``backend="aot_eager"``). With ``check_values=True`` every value read on the host is a graph break
-(several per call: the checks, a tensor ``tau``'s value, the loss's finiteness). With
-``check_values=False`` and a float or a tensor ``tau``, the fused and the chunked paths of every
+``backend="aot_eager"``). The default (``check_values=None``) reads nothing on the host while
+compiling, as ``check_values=False`` does. With ``check_values=True`` every value read on the host
+is a graph break (several per call: the checks, a tensor ``tau``'s value, the loss's finiteness).
+Without value checks and with a float or a tensor ``tau``, the fused and the chunked paths of every
 form, and the pairwise kernel of the local in-batch forms (materialised and by row tiles, its
 custom autograd function included), compile without a graph break (measured with ``torch._dynamo.explain`` on inputs that need
 gradients), except on the first call of the fused path for a new dtype and device, whose backward
@@ -92,9 +95,11 @@ embeddings, chosen by :mod:`._embedding`), the log-sum-exp forms in :mod:`._logs
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 
-from ..utils.validation import check_bool, check_float_tensor, check_unit_norm
+from ..utils.validation import check_bool, check_float_tensor
 from ._common import (
     ACCUMULATE_DTYPES,
     REDUCTIONS,
@@ -105,15 +110,20 @@ from ._common import (
     check_negatives,
     check_options,
     finite_loss,
+    fold_scale,
     fold_temperature,
     inverse_temperature,
+    resolve_variant,
+    scale_factor,
     split_tau,
+    temperature_of,
     values_checked,
     without_autocast,
     zero_loss,
 )
 from ._embedding import embedding_loss
 from ._logsumexp import RunningLogSumExp, centred_logits
+from ._norm_checks import check_unit_norm
 from ._similarity import similarity_loss
 
 __all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "info_nce", "info_nce_from_similarities",
@@ -121,8 +131,9 @@ __all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "info_nce", "info_nce_
 
 
 @without_autocast
-def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reduction="mean", accumulate=None,
-                       check_values=True):
+def info_nce_streaming(s_pos: torch.Tensor, s_neg_chunks: Iterable[torch.Tensor], tau: float | torch.Tensor, *,
+                       variant: str = "standard", reduction: str = "mean", accumulate: torch.dtype | None = None,
+                       check_values: bool | None = None) -> torch.Tensor:
     """InfoNCE from similarities that arrive in chunks of negatives (running log-sum-exp).
 
     Args:
@@ -151,6 +162,7 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
         1.386294
     """
     check_options(variant, reduction)
+    variant = resolve_variant(variant)
     checked = values_checked()
     check_float_tensor(s_pos, "s_pos", finite=checked)
     if s_pos.dim() != 1 or s_pos.shape[0] == 0:
@@ -164,7 +176,7 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
     if tau_value is not None:
         inverse_temperature(tau_value, dtype)
     s_pos_given, s_pos = s_pos, s_pos.to(dtype)
-    state = RunningLogSumExp(include_positive=(variant == "standard"))
+    state = RunningLogSumExp(include_positive=(variant.include_positive))
     k = 0
     for chunk in s_neg_chunks:
         check_float_tensor(chunk, "s_neg chunk", finite=checked)
@@ -176,7 +188,7 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
         k += chunk.shape[1]
         state.update(centred_logits(chunk, s_pos, tau, dtype))
     if k < 1:
-        if variant == "standard":  # log(e^0) = 0 in every row
+        if variant.allows_no_negative:  # log(e^0) = 0 in every row
             return zero_loss(s_pos.shape[0], dtype, reduction, s_pos_given, tau_tensor)
         raise ValueError("k (number of negatives) must be >= 1 in the decoupled variant (its loss log 0 is "
                          "undefined), got no negatives in s_neg_chunks")
@@ -184,8 +196,9 @@ def info_nce_streaming(s_pos, s_neg_chunks, tau, *, variant="standard", reductio
 
 
 @without_autocast
-def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reduction="mean", chunk_size=None,
-                               accumulate=None, check_values=True):
+def info_nce_from_similarities(s_pos: torch.Tensor, s_neg: torch.Tensor, tau: float | torch.Tensor, *,
+                               variant: str = "standard", reduction: str = "mean", chunk_size: int | None = None,
+                               accumulate: torch.dtype | None = None, check_values: bool | None = None) -> torch.Tensor:
     """InfoNCE from similarities (book eq. ``notation-infonce``).
 
     Args:
@@ -235,6 +248,7 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
         1.098612
     """
     chunk_size = check_options(variant, reduction, chunk_size)
+    variant = resolve_variant(variant)
     checked = values_checked()
     check_float_tensor(s_pos, "s_pos", finite=checked)
     check_float_tensor(s_neg, "s_neg", finite=checked)
@@ -247,7 +261,7 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
             f"s_neg {tuple(s_neg.shape)}"
         )
     check_batch(s_pos.shape[0], "s_pos")
-    if variant == "decoupled" or s_neg.shape[1]:
+    if not variant.allows_no_negative or s_neg.shape[1]:
         check_negatives(s_neg.shape[1], "s_neg", s_neg.shape)
     tau_value, tau_tensor = split_tau(tau)
     dtype = accumulation_dtype(accumulate, s_pos, s_neg)
@@ -257,12 +271,14 @@ def info_nce_from_similarities(s_pos, s_neg, tau, *, variant="standard", reducti
         wide = torch.float32 if s_pos.device.type == "mps" else torch.float64
         s_pos, s_neg = fold_temperature(s_pos, tau_tensor, wide), fold_temperature(s_neg, tau_tensor, wide)
         tau_value, tau_tensor = 1.0, None
-    return similarity_loss(s_pos, s_neg, tau_value, tau_tensor, variant == "standard", chunk_size, dtype, reduction)
+    return similarity_loss(s_pos, s_neg, tau_value, tau_tensor, variant.include_positive, chunk_size, dtype, reduction)
 
 
 @without_autocast
-def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction="mean", chunk_size=None,
-             require_unit_norm=True, accumulate=None, check_values=True):
+def info_nce(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor,
+             tau: float | torch.Tensor | None = None, *, variant: str = "standard", reduction: str = "mean",
+             chunk_size: int | None = None, require_unit_norm: bool = True, accumulate: torch.dtype | None = None,
+             check_values: bool | None = None, logit_scale: torch.Tensor | None = None) -> torch.Tensor:
     """InfoNCE loss with k negatives (book eq. ``notation-infonce``), from embeddings.
 
     Args:
@@ -321,29 +337,34 @@ def info_nce(anchor, positive, negatives, tau, *, variant="standard", reduction=
         1.098612
     """
     chunk_size = check_options(variant, reduction, chunk_size)
+    variant = resolve_variant(variant)
     check_bool(require_unit_norm, "require_unit_norm")
     checked = values_checked()
     for name, t in (("anchor", anchor), ("positive", positive), ("negatives", negatives)):
         check_float_tensor(t, name, finite=checked and not require_unit_norm)  # else the norm check covers it
     accumulate = check_accumulate(accumulate, anchor.device)
-    _check_embedding_shapes(anchor, positive, negatives, allow_no_negative=variant == "standard")
+    _check_embedding_shapes(anchor, positive, negatives, allow_no_negative=variant.allows_no_negative)
     require_unit_norm = require_unit_norm and checked
-    tau_value, tau_tensor = split_tau(tau)
+    tau_value, tau_tensor, scale = temperature_of(tau, logit_scale)
     dtype = accumulation_dtype(accumulate, anchor, positive, negatives)
     if negatives.shape[-2] == 0:  # standard variant, no negative: log(e^0) = 0 in every row
         for x, name in ((anchor, "anchor"), (positive, "positive")) if require_unit_norm else ():
             check_unit_norm(x, name)
-        return zero_loss(anchor.shape[0], dtype, reduction, anchor, positive, negatives, tau_tensor)
-    if tau_value is None:  # a tensor tau, not read: the anchors divided by it on the device
-        anchor, tau_value, tau_tensor = fold_temperature(anchor, tau_tensor, dtype), 1.0, None
+        return zero_loss(anchor.shape[0], dtype, reduction, anchor, positive, negatives,
+                         tau_tensor if scale is None else scale)
     # With require_unit_norm the negatives are checked chunk by chunk as they are scored (a
     # separate pass over a (k, d) matrix costs about as much as scoring it against a small batch).
     unit_norm = ((anchor, "anchor"), (positive, "positive")) if require_unit_norm else ()
-    return embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant == "standard", chunk_size,
+    if scale is not None:  # CLIP's logit_scale: the anchors times exp(scale), at temperature 1
+        anchor, tau_value, tau_tensor = fold_scale(anchor, scale_factor(scale, dtype), dtype), 1.0, None
+    elif tau_value is None:  # a tensor tau, not read: the anchors divided by it on the device
+        anchor, tau_value, tau_tensor = fold_temperature(anchor, tau_tensor, dtype), 1.0, None
+    return embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant.include_positive, chunk_size,
                           dtype, reduction, unit_norm, require_unit_norm)
 
 
-def _check_embedding_shapes(anchor, positive, negatives, allow_no_negative=False):
+def _check_embedding_shapes(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor,
+                            allow_no_negative: bool = False) -> None:
     """ValueError unless ``anchor`` and ``positive`` are (B, d) with B >= 1 and ``negatives`` is
     (B, k, d) or (k, d) with k >= 1 (or k = 0 with ``allow_no_negative``; the messages name both
     shapes)."""

@@ -26,31 +26,39 @@ negative: its standard loss is exactly 0, with zero gradient; the decoupled vari
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import torch
 
-from ..utils.validation import check_bool, check_float_tensor, check_unit_norm
+from ..utils.validation import check_bool, check_float_tensor
 from ._common import (
+    Variant,
     accumulation_dtype,
     check_accumulate,
     check_chunk_size,
     check_options,
+    check_score_dtype,
     finite_loss,
+    fold_scale,
     fold_temperature,
     inverse_temperature,
-    split_tau,
+    resolve_variant,
+    scale_factor,
+    temperature_of,
     values_checked,
     without_autocast,
     zero_loss,
 )
 from ._embedding import embedding_loss
 from ._gather import all_gather_with_grad, local_offset
+from ._labelled import masked_in_batch
+from ._norm_checks import check_unit_norm
 from ._pairwise import PairwiseInfoNCE, pairwise_tile
 
 __all__ = ["info_nce_in_batch", "nt_xent"]
 
 
-def _validate_pairs(z1, z2, require_unit_norm):
+def _validate_pairs(z1: torch.Tensor, z2: torch.Tensor, require_unit_norm: bool) -> None:
     for name, t in (("z1", z1), ("z2", z2)):
         # (the norm check covers finiteness; neither reads a value without value checks)
         check_float_tensor(t, name, finite=values_checked() and not require_unit_norm)
@@ -62,38 +70,47 @@ def _validate_pairs(z1, z2, require_unit_norm):
         raise ValueError("empty batch: z1 has B = 0 rows; in-batch InfoNCE needs at least two pairs")
 
 
-def _check_options(variant, reduction, chunk_size, require_unit_norm, gather):
+def _check_options(variant: Any, reduction: Any, chunk_size: Any, require_unit_norm: Any, gather: Any) -> int | None:
     check_options(variant, reduction)
+    variant = resolve_variant(variant)
     check_bool(require_unit_norm, "require_unit_norm")
     check_bool(gather, "gather")
     return check_chunk_size(chunk_size)
 
 
-def _candidates(xs, group):
+def _candidates(xs: tuple[torch.Tensor, ...], group: Any) -> tuple[list[torch.Tensor], int]:
     """``(candidates, offset)``: each of ``xs`` gathered from every process of ``group``, and the
     first row of this process's own slice."""
     return [all_gather_with_grad(x, group) for x in xs], local_offset(xs[0].shape[0], group)
 
 
-def _anchors(xs, tau_value, tau_tensor, dtype):
+def _anchors(xs: tuple[torch.Tensor, ...], tau_value: float | None, tau_tensor: torch.Tensor | None,
+             dtype: torch.dtype, scale: torch.Tensor | None = None,
+             ) -> tuple[list[torch.Tensor], float, torch.Tensor | None]:
     """``(anchors, tau_value, tau_tensor)``: ``xs`` and the temperature as given, or, for a tensor
-    tau not read on the host (``tau_value`` None), ``xs`` divided by it on the device and tau 1."""
+    tau not read on the host (``tau_value`` None), ``xs`` divided by it on the device and tau 1;
+    for a ``logit_scale`` (``scale``), ``xs`` times ``exp(scale)`` and tau 1
+    (:func:`._common.fold_scale`)."""
+    if scale is not None:
+        factor = scale_factor(scale, dtype)
+        return [fold_scale(x, factor, dtype) for x in xs], 1.0, None
     if tau_value is not None:
-        return xs, tau_value, tau_tensor
+        return list(xs), tau_value, tau_tensor
     return [fold_temperature(x, tau_tensor, dtype) for x in xs], 1.0, None
 
 
-def _alias_when_compiling(x):
+def _alias_when_compiling(x: torch.Tensor) -> torch.Tensor:
     """``x``, or a view of it under ``torch.compile``: the candidates are also the positives (or
     the anchors), and dynamo breaks the graph at a custom autograd function given one tensor
     twice; eager calls pass the tensor itself."""
     return x.view_as(x) if torch.compiler.is_compiling() else x
 
 
-def _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor, require_unit_norm, what):
+def _single_pair(variant: Variant, rows: int, dtype: torch.dtype, reduction: str, z1: torch.Tensor, z2: torch.Tensor,
+                 tau_tensor: torch.Tensor | None, require_unit_norm: bool, what: str) -> torch.Tensor:
     """The loss of one pair in all (no negative): 0 per row in the standard variant, with zero
     gradient (after the unit-norm checks); ValueError for the decoupled one."""
-    if variant != "standard":
+    if not variant.allows_no_negative:
         raise ValueError(f"{what} with variant='decoupled' needs at least 2 pairs in all (a row without "
                          f"negatives has the undefined loss log 0), got B = 1")
     if require_unit_norm:
@@ -103,8 +120,13 @@ def _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor, require_un
 
 
 @without_autocast
-def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduction="mean", chunk_size=None,
-                      require_unit_norm=True, accumulate=None, gather=False, group=None, check_values=True):
+def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None = None, *,
+                      symmetric: bool = True, variant: str = "standard", reduction: str = "mean",
+                      chunk_size: int | None = None, require_unit_norm: bool = True,
+                      accumulate: torch.dtype | None = None, gather: bool = False, group: Any = None,
+                      check_values: bool | None = None, labels: torch.Tensor | None = None,
+                      negatives: torch.Tensor | None = None, logit_scale: torch.Tensor | None = None,
+                      score_dtype: torch.dtype | None = None) -> torch.Tensor:
     """In-batch InfoNCE over the logits ``z1 z2^T / tau`` (CLIP's loss; ``symmetric=True``: both
     directions averaged, as CLIP does).
 
@@ -120,7 +142,10 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
             views), on the unit sphere (cosine similarities; normalise first).
         tau: temperature, finite and > 0 (float, or 0-d tensor for a learnable temperature: CLIP
             learns ``1/tau`` as ``logit_scale.exp()``; pass ``1 / logit_scale.exp()``).
-        symmetric: average both directions (CLIP) instead of the rows alone.
+        symmetric: average both directions (default True, as for
+            :class:`infonce_book.losses.InBatchInfoNCELoss`: CLIP's loss is the symmetric one and
+            both towers then learn to rank; one default for function and module, so that swapping
+            one for the other never changes the loss); False: the rows alone (``z1`` anchors).
         variant: ``"standard"`` (the positive in the denominator: cross-entropy over the row) or
             ``"decoupled"`` (left out).
         reduction: ``"mean"`` (CLIP's value), ``"sum"`` or ``"none"`` ((B,), one loss per pair).
@@ -132,8 +157,26 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
             gradients back to their owners; :func:`infonce_book.losses.gather_with_grad`); the
             local rows are the anchors. Every process must call it alike.
         group: the process group for ``gather`` (``None``: the default group).
-        check_values: as in :func:`infonce_book.losses.info_nce` (default True; False reads no
-            value on the host, so nothing waits for the device).
+        check_values: as in :func:`infonce_book.losses.info_nce` (default None: checks in eager
+            mode, none under ``torch.compile``; False reads no value on the host, so nothing waits
+            for the device).
+        labels: (B,) integer class of each pair, or None: candidates with the anchor's label are
+            left out of its negatives (false negatives), in both directions; a row left without
+            negatives has loss 0 (standard) or raises (decoupled). Scored by a row-tiled kernel
+            over masked logits (:mod:`._masked`; ``chunk_size`` bounds its tiles, ``gather``
+            gathers the labels too; the class sizes are not read on the host).
+        negatives: extra hard negatives beside the in-batch candidates, (k, d) shared or
+            (B, k, d) per pair, on the unit sphere; scored for the ``z1`` anchors (rows).
+        logit_scale: CLIP's ``log(1/tau)`` as a 0-d tensor, instead of ``tau``: folded into the
+            anchors as ``exp(logit_scale)``, so its gradient stays finite wherever it is
+            representable (through ``tau = exp(-s)`` it overflows from a scale of about 46 in
+            float32). OverflowError (with value checks) where ``exp(logit_scale)`` exceeds the
+            accumulation dtype.
+        score_dtype: None (default) or torch.bfloat16 / torch.float16: opt-in low-precision
+            scoring, the similarity products (forward and backward) in that dtype, the
+            log-sum-exp and everything after in float32 (measured against float64 at B = 128 to
+            3000, tau = 0.07-0.1: loss relative error 1e-4 to 1.1e-3, gradients about 2e-2
+            normwise; a GPU's tensor cores make it faster, a CPU without bfloat16 units slower).
     Returns:
         Loss in nats (a scalar for "mean"/"sum", (B,) for "none"), dtype as in
         :func:`infonce_book.losses.info_nce`. All similarities equal: ``log B`` per row (standard)
@@ -159,20 +202,27 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
         1.098612
     """
     chunk_size = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
+    variant = resolve_variant(variant)
     check_bool(symmetric, "symmetric")
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
-    tau_value, tau_tensor = split_tau(tau)
+    tau_value, tau_tensor, scale = temperature_of(tau, logit_scale)
+    score_dtype = check_score_dtype(score_dtype)
+    if labels is not None or negatives is not None or (gather and score_dtype is not None):
+        return masked_in_batch("clip", z1, z2, labels, negatives, tau_value, tau_tensor, scale, symmetric=symmetric,
+                               variant=variant, reduction=reduction, chunk_size=chunk_size,
+                               require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group,
+                               score_dtype=score_dtype)
     if not gather:
         return _pairwise(z1, z2, None, symmetric, variant, reduction, chunk_size, require_unit_norm, accumulate,
-                         tau_value, tau_tensor, z1, z2)
+                         tau_value, tau_tensor, z1, z2, scale, score_dtype)
     (c1, c2), offset = _candidates((z1, z2), group)
     dtype, B = accumulation_dtype(accumulate, z1, z2), z1.shape[0]
     if c2.shape[0] < 2:
-        return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor, require_unit_norm and values_checked(),
-                            "in-batch InfoNCE")
-    include_positive = variant == "standard"
-    (a1, a2), tau_value, tau_tensor = _anchors((z1, z2), tau_value, tau_tensor, dtype)
+        return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor if scale is None else scale,
+                            require_unit_norm and values_checked(), "in-batch InfoNCE")
+    include_positive = variant.include_positive
+    (a1, a2), tau_value, tau_tensor = _anchors((z1, z2), tau_value, tau_tensor, dtype, scale)
     exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
     unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()  # gathered: all raise alike
     rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype,
@@ -186,8 +236,12 @@ def info_nce_in_batch(z1, z2, tau, *, symmetric=False, variant="standard", reduc
 
 
 @without_autocast
-def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=None, require_unit_norm=True,
-            accumulate=None, gather=False, group=None, check_values=True):
+def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None = None, *,
+            variant: str = "standard", reduction: str = "mean", chunk_size: int | None = None,
+            require_unit_norm: bool = True, accumulate: torch.dtype | None = None, gather: bool = False,
+            group: Any = None, check_values: bool | None = None, labels: torch.Tensor | None = None,
+            negatives: torch.Tensor | None = None, logit_scale: torch.Tensor | None = None,
+            score_dtype: torch.dtype | None = None) -> torch.Tensor:
     """SimCLR's NT-Xent loss over the ``2B`` views of ``B`` pairs.
 
     The views are ``v = (z1_1, ..., z1_B, z2_1, ..., z2_B)``. View ``i``'s positive is its pair
@@ -209,8 +263,26 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
             ``2B x chunk_size``; tiles as in :func:`info_nce_in_batch`).
         gather, group: as in :func:`info_nce_in_batch` (the local 2B views are the anchors,
             the views of every process the candidates).
-        check_values: as in :func:`infonce_book.losses.info_nce` (default True; False reads no
-            value on the host, so nothing waits for the device).
+        check_values: as in :func:`infonce_book.losses.info_nce` (default None: checks in eager
+            mode, none under ``torch.compile``; False reads no value on the host, so nothing waits
+            for the device).
+        labels: (B,) integer class of each pair, or None: candidates with the anchor's label are
+            left out of its negatives (false negatives; both views carry their pair's label); a view left without
+            negatives has loss 0 (standard) or raises (decoupled). Scored by a row-tiled kernel
+            over masked logits (:mod:`._masked`; ``chunk_size`` bounds its tiles, ``gather``
+            gathers the labels too; the class sizes are not read on the host).
+        negatives: extra hard negatives beside the in-batch candidates, (k, d) shared or
+            (B, k, d) per pair (scored by both views of the pair), on the unit sphere.
+        logit_scale: CLIP's ``log(1/tau)`` as a 0-d tensor, instead of ``tau``: folded into the
+            anchors as ``exp(logit_scale)``, so its gradient stays finite wherever it is
+            representable (through ``tau = exp(-s)`` it overflows from a scale of about 46 in
+            float32). OverflowError (with value checks) where ``exp(logit_scale)`` exceeds the
+            accumulation dtype.
+        score_dtype: None (default) or torch.bfloat16 / torch.float16: opt-in low-precision
+            scoring, the similarity products (forward and backward) in that dtype, the
+            log-sum-exp and everything after in float32 (measured against float64 at B = 128 to
+            3000, tau = 0.07-0.1: loss relative error 1e-4 to 1.1e-3, gradients about 2e-2
+            normwise; a GPU's tensor cores make it faster, a CPU without bfloat16 units slower).
     Returns:
         Loss in nats (a scalar for "mean"/"sum", (2B,) for "none"). All similarities equal:
         ``log(2B - 1)`` per view (standard) and ``log(2B - 2)`` (decoupled). One pair in all
@@ -232,33 +304,40 @@ def nt_xent(z1, z2, tau, *, variant="standard", reduction="mean", chunk_size=Non
         1.609438
     """
     chunk_size = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
+    variant = resolve_variant(variant)
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
-    tau_value, tau_tensor = split_tau(tau)
+    tau_value, tau_tensor, scale = temperature_of(tau, logit_scale)
+    score_dtype = check_score_dtype(score_dtype)
+    if labels is not None or negatives is not None or (gather and score_dtype is not None):
+        return masked_in_batch("nt_xent", z1, z2, labels, negatives, tau_value, tau_tensor, scale, symmetric=False,
+                               variant=variant, reduction=reduction, chunk_size=chunk_size,
+                               require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group,
+                               score_dtype=score_dtype)
     B = z1.shape[0]
     views = torch.cat([z1, z2])
     if not gather:
         return _pairwise(views, views, B, False, variant, reduction, chunk_size, require_unit_norm, accumulate,
-                         tau_value, tau_tensor, z1, z2)
+                         tau_value, tau_tensor, z1, z2, scale, score_dtype)
     pairs = torch.cat([z2, z1])
     (candidates,), offset = _candidates((views,), group)
     dtype = accumulation_dtype(accumulate, z1, z2)
     if candidates.shape[0] < 4:
-        return _single_pair(variant, 2 * B, dtype, reduction, z1, z2, tau_tensor,
+        return _single_pair(variant, 2 * B, dtype, reduction, z1, z2, tau_tensor if scale is None else scale,
                             require_unit_norm and values_checked(), "nt_xent")
-    (anchors,), tau_value, tau_tensor = _anchors((views,), tau_value, tau_tensor, dtype)
+    (anchors,), tau_value, tau_tensor = _anchors((views,), tau_value, tau_tensor, dtype, scale)
     own = torch.arange(2 * B, device=z1.device)
     exclude = torch.stack([own + offset, (own + B) % (2 * B) + offset], dim=-1)  # itself and its positive
     # Checked on the gathered candidates, so that every process raises alike.
     unit_norm = ()
     if require_unit_norm and values_checked():
         unit_norm = ((candidates, "z1 and z2 (gathered)"),)
-    return embedding_loss(anchors, pairs, candidates, tau_value, tau_tensor, variant == "standard", chunk_size,
+    return embedding_loss(anchors, pairs, candidates, tau_value, tau_tensor, variant.include_positive, chunk_size,
                           dtype, reduction, unit_norm, exclude=exclude)
 
 
 def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_norm, accumulate, tau_value,
-              tau_tensor, z1, z2):
+              tau_tensor, z1, z2, scale=None, score_dtype=None):
     """The local (``gather=False``) in-batch loss in one kernel over the logits ``a c^T / tau``
     (:class:`._pairwise.PairwiseInfoNCE`): CLIP's form (``half`` None: the positive of row i is
     column i) or NT-Xent's (``a = c`` the 2B views, ``half = B``: the positive of view i is view
@@ -269,16 +348,17 @@ def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_
     checked = require_unit_norm and values_checked()
     if z1.shape[0] < 2:
         rows, what = (z1.shape[0], "in-batch InfoNCE") if half is None else (2 * z1.shape[0], "nt_xent")
-        return _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor, checked, what)
-    (a,), tau_value, tau_tensor = _anchors((a,), tau_value, tau_tensor, dtype)
+        return _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor if scale is None else scale,
+                            checked, what)
+    (a,), tau_value, tau_tensor = _anchors((a,), tau_value, tau_tensor, dtype, scale)
     c = _alias_when_compiling(c)  # (NT-Xent: the views are the anchors and the candidates)
     inverse_temperature(tau_value, dtype)
     n = a.shape[0]
     indices = _pair_indices.__wrapped__ if torch.compiler.is_compiling() else _pair_indices  # (dynamo: no cache)
     pos, exclude = indices(n, half, a.device)
     checks = ((z1, "z1"), (z2, "z2")) if checked else ()
-    return PairwiseInfoNCE.apply(a, c, tau_tensor, tau_value, pos, exclude, columns, variant == "standard", dtype,
-                                 reduction, checks, pairwise_tile(n, c.shape[0], chunk_size))
+    return PairwiseInfoNCE.apply(a, c, tau_tensor, tau_value, pos, exclude, columns, variant.include_positive, dtype,
+                                 reduction, checks, pairwise_tile(n, c.shape[0], chunk_size), score_dtype)
 
 
 @functools.lru_cache(maxsize=16)

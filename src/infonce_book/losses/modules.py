@@ -25,12 +25,13 @@ synchronisation per step; ``check_values=False`` reads nothing (module docstring
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 
 from ..utils.validation import check_bool, check_tau
-from ._common import ACCUMULATE_DTYPES, check_options
+from ._common import ACCUMULATE_DTYPES, check_options, check_score_dtype
 from .explicit import info_nce
 from .in_batch import info_nce_in_batch, nt_xent
 
@@ -43,13 +44,13 @@ CLIP_TAU = 0.07
 class _TemperatureLoss(nn.Module):
     """What the three modules share: the temperature (fixed or learnable) and the options."""
 
-    def __init__(self, tau, learn_temperature, options):
+    def __init__(self, tau: float, learn_temperature: bool, options: dict[str, Any]) -> None:
         super().__init__()
         tau = check_tau(tau)
         check_bool(learn_temperature, "learn_temperature")
         check_options(options["variant"], options["reduction"], options["chunk_size"])
         for flag in ("require_unit_norm", "check_values", "symmetric", "gather"):
-            if flag in options:
+            if flag in options and not (flag == "check_values" and options[flag] is None):
                 check_bool(options[flag], flag)
         if options["accumulate"] is not None and options["accumulate"] not in ACCUMULATE_DTYPES:
             raise ValueError(f"accumulate must be None, torch.float32 or torch.float64, got "
@@ -62,12 +63,21 @@ class _TemperatureLoss(nn.Module):
             self.tau = tau
 
     @property
-    def temperature(self):
+    def temperature(self) -> float | torch.Tensor:
         """The temperature passed to the loss: the float ``tau``, or ``exp(-logit_scale)`` (a 0-d
         tensor with gradient) when it is learned."""
         if self.logit_scale is None:
             return self.tau
         return torch.exp(-self.logit_scale)
+
+    def temperature_kwargs(self) -> dict[str, Any]:
+        """The temperature keyword for the loss function: ``{"tau": tau}`` when fixed, else
+        ``{"logit_scale": logit_scale}`` (the functions fold ``exp(logit_scale)`` into the anchors,
+        so the scale's gradient is never routed through ``tau = exp(-logit_scale)``: it stays finite
+        wherever it is representable, e.g. at a scale of 46 to 88 in float32)."""
+        if self.logit_scale is None:
+            return {"tau": self.tau}
+        return {"logit_scale": self.logit_scale}
 
     def extra_repr(self) -> str:
         tau = "learned (logit_scale)" if self.logit_scale is not None else repr(self.tau)
@@ -98,14 +108,18 @@ class InfoNCELoss(_TemperatureLoss):
         1.098612
     """
 
-    def __init__(self, tau=CLIP_TAU, *, learn_temperature=False, variant="standard", reduction="mean",
-                 chunk_size=None, require_unit_norm=True, accumulate=None, check_values=True):
+    def __init__(self, tau: float = CLIP_TAU, *, learn_temperature: bool = False, variant: str = "standard",
+                 reduction: str = "mean", chunk_size: int | None = None, require_unit_norm: bool = True,
+                 accumulate: torch.dtype | None = None, check_values: bool | None = None) -> None:
         super().__init__(tau, learn_temperature, dict(
             variant=variant, reduction=reduction, chunk_size=chunk_size, require_unit_norm=require_unit_norm,
             accumulate=accumulate, check_values=check_values))
 
-    def forward(self, anchor, positive, negatives):
-        return info_nce(anchor, positive, negatives, self.temperature, **self.options)
+    def forward(self, anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
+        """InfoNCE (:func:`infonce_book.losses.info_nce`) of (B, d) anchors and positives against
+        ``negatives`` ((B, k, d) or (k, d) shared), all on the unit sphere, at this module's
+        temperature: a scalar ("mean", "sum") or (B,) ("none"), in nats."""
+        return info_nce(anchor, positive, negatives, **self.temperature_kwargs(), **self.options)
 
 
 class InBatchInfoNCELoss(_TemperatureLoss):
@@ -117,7 +131,7 @@ class InBatchInfoNCELoss(_TemperatureLoss):
             ``learn_temperature=True``).
         symmetric: average the rows (``z1`` anchors) and the columns (``z2`` anchors); default True.
         variant, reduction, chunk_size, require_unit_norm, accumulate, gather, group,
-            check_values: as in :func:`infonce_book.losses.info_nce_in_batch`.
+            check_values, score_dtype: as in :func:`infonce_book.losses.info_nce_in_batch`.
     Shapes (``forward(z1, z2)``): (B, d) each, on the unit sphere; output a scalar or (B,) in
     nats. ``B = 1`` (the last, partial batch of an epoch): 0 with zero gradient (standard).
     Source: Radford et al. (2021), Figure 3.
@@ -130,16 +144,24 @@ class InBatchInfoNCELoss(_TemperatureLoss):
         1.386294
     """
 
-    def __init__(self, tau=CLIP_TAU, *, learn_temperature=False, symmetric=True, variant="standard",
-                 reduction="mean", chunk_size=None, require_unit_norm=True, accumulate=None, gather=False,
-                 group=None, check_values=True):
+    def __init__(self, tau: float = CLIP_TAU, *, learn_temperature: bool = False, symmetric: bool = True,
+                 variant: str = "standard", reduction: str = "mean", chunk_size: int | None = None,
+                 require_unit_norm: bool = True, accumulate: torch.dtype | None = None, gather: bool = False,
+                 group: Any = None, check_values: bool | None = None, score_dtype: torch.dtype | None = None) -> None:
         super().__init__(tau, learn_temperature, dict(
             symmetric=symmetric, variant=variant, reduction=reduction, chunk_size=chunk_size,
             require_unit_norm=require_unit_norm, accumulate=accumulate, gather=gather, group=group,
-            check_values=check_values))
+            check_values=check_values, score_dtype=check_score_dtype(score_dtype)))
 
-    def forward(self, z1, z2):
-        return info_nce_in_batch(z1, z2, self.temperature, **self.options)
+    def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels: torch.Tensor | None = None,
+                negatives: torch.Tensor | None = None) -> torch.Tensor:
+        """CLIP's in-batch loss (:func:`infonce_book.losses.info_nce_in_batch`) of the (B, d) pairs
+        ``(z1_i, z2_i)`` on the unit sphere, both directions averaged unless the module was built
+        with ``symmetric=False``; ``labels`` ((B,) integers): pairs of one label are never each
+        other's negatives; ``negatives``: extra hard negatives for the ``z1`` anchors ((k, d) or
+        (B, k, d)). Returns a scalar or (B,) in nats."""
+        return info_nce_in_batch(z1, z2, **self.temperature_kwargs(), labels=labels, negatives=negatives,
+                                 **self.options)
 
 
 class NTXentLoss(_TemperatureLoss):
@@ -149,7 +171,7 @@ class NTXentLoss(_TemperatureLoss):
         tau, learn_temperature: as in :class:`InfoNCELoss`, default 0.5 (SimCLR fixes it, at 0.1
             to 1 depending on the batch size; lightly's default is 0.5).
         variant, reduction, chunk_size, require_unit_norm, accumulate, gather, group,
-            check_values: as in :func:`infonce_book.losses.nt_xent`.
+            check_values, score_dtype: as in :func:`infonce_book.losses.nt_xent`.
     Shapes (``forward(z1, z2)``): (B, d) each, the two views, on the unit sphere; output a
     scalar or (2B,) in nats. ``B = 1``: 0 with zero gradient (standard).
     Source: Chen et al. (2020), eq. 1.
@@ -161,12 +183,19 @@ class NTXentLoss(_TemperatureLoss):
         1.609438
     """
 
-    def __init__(self, tau=0.5, *, learn_temperature=False, variant="standard", reduction="mean",
-                 chunk_size=None, require_unit_norm=True, accumulate=None, gather=False, group=None,
-                 check_values=True):
+    def __init__(self, tau: float = 0.5, *, learn_temperature: bool = False, variant: str = "standard",
+                 reduction: str = "mean", chunk_size: int | None = None, require_unit_norm: bool = True,
+                 accumulate: torch.dtype | None = None, gather: bool = False, group: Any = None,
+                 check_values: bool | None = None, score_dtype: torch.dtype | None = None) -> None:
         super().__init__(tau, learn_temperature, dict(
             variant=variant, reduction=reduction, chunk_size=chunk_size, require_unit_norm=require_unit_norm,
-            accumulate=accumulate, gather=gather, group=group, check_values=check_values))
+            accumulate=accumulate, gather=gather, group=group, check_values=check_values,
+            score_dtype=check_score_dtype(score_dtype)))
 
-    def forward(self, z1, z2):
-        return nt_xent(z1, z2, self.temperature, **self.options)
+    def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels: torch.Tensor | None = None,
+                negatives: torch.Tensor | None = None) -> torch.Tensor:
+        """SimCLR's NT-Xent (:func:`infonce_book.losses.nt_xent`) over the 2B views of the (B, d)
+        pairs ``(z1_i, z2_i)`` on the unit sphere; ``labels`` ((B,) integers): views of one label
+        are never each other's negatives; ``negatives``: extra hard negatives ((k, d) or
+        (B, k, d)). Returns a scalar or (2B,) in nats."""
+        return nt_xent(z1, z2, **self.temperature_kwargs(), labels=labels, negatives=negatives, **self.options)
