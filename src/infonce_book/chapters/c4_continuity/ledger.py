@@ -8,8 +8,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from scipy.stats import norm
+
 from ...experiment.ledger import Rule
-from ...theory.stats import Estimate, fit_loglog_slope
+from ...theory.stats import Estimate, fit_loglog_slope, normal_quantile
 from .config import ContinuitySetup, SideClaimsSetup
 from .runners import expected_max_norm, sparse_average_ratio_limit
 
@@ -103,9 +105,18 @@ def ledger_lipschitz(ledger, setup: ContinuitySetup, table: pd.DataFrame, check:
     return out
 
 
+#: The margin of the ``C5-rademacher-slope-k`` record: the log-log slope of R_n against k, from the
+#: chapter's working k (that of the sweep in n) to the largest, "does not grow" when the upper end of
+#: its 95% interval lies below this (the margin of the dimension slope, ``SideClaimsSetup.margin_slope``).
+K_SLOPE_MARGIN = 0.1
+
+
 def ledger_rademacher(ledger, setup: ContinuitySetup, table: pd.DataFrame) -> dict:
     """Ledger (claim C5; table from :func:`~.runners.rademacher_estimates`, at ``setup.tau``): slope
-    in n (predicted -1/2), slope in k (predicted 0, over k >= 4), and every bound
+    in n (predicted -1/2); slope in k from the working k (that of the sweep in n) to the largest
+    (predicted 0, a one-sided test against the margin :data:`K_SLOPE_MARGIN`: the log-ratio of the two
+    ends over the log-ratio of the ks, normal interval by the delta method; ``k_slope_power`` is the
+    power of that test at a true slope of 0 with the standard errors of this run); and every bound
     (covering with the average, max and embedding constants; vector contraction) above the upper
     end of every estimate's interval (one-sided: the estimate is a lower estimate of R_n)."""
     tau = setup.tau
@@ -117,13 +128,28 @@ def ledger_rademacher(ledger, setup: ContinuitySetup, table: pd.DataFrame) -> di
                   params={"class": "BallLinear", "k": int(by_n.k.iloc[0]), "ns": [int(v) for v in by_n.n],
                           "tau": tau})
     out.update(n_slope=fit.mean, n_slope_low=fit.ci_low, n_slope_high=fit.ci_high)
-    by_k = table[(table.sweep == "k") & (table.k >= 4)]
-    fit = fit_loglog_slope(by_k.k, by_k.value, by_k.se)
-    ledger.record(claim="C5", id="C5-rademacher-slope-k", quantity="log-log slope of R_n against k (k >= 4)",
-                  predicted=0.0, measured=fit,
-                  params={"class": "BallLinear", "n": int(by_k.n.iloc[0]), "ks": [int(v) for v in by_k.k],
-                          "tau": tau})
-    out.update(k_slope=fit.mean, k_slope_low=fit.ci_low, k_slope_high=fit.ci_high)
+    for _, r in table[table.sweep == "k"].iterrows():
+        out[f"r_k{int(r.k)}"], out[f"r_k{int(r.k)}_se"] = float(r.value), float(r.se)
+    k_ref = int(by_n.k.iloc[0])
+    by_k = table[(table.sweep == "k") & (table.k >= k_ref)].sort_values("k")
+    first, last = by_k.iloc[0], by_k.iloc[-1]
+    span = math.log(last.k / first.k)
+    slope = Estimate((math.log(last.value) - math.log(first.value)) / span,
+                     math.hypot(last.se / last.value, first.se / first.value) / span, len(by_k),
+                     method="log-ratio of the two ends, delta method")
+    ledger.record(claim="C5", id="C5-rademacher-slope-k",
+                  quantity=f"log-log slope of R_n against k from k = {int(first.k)} to {int(last.k)}",
+                  predicted=0.0, measured=slope, rule=Rule.one_sided(
+                      "ci_high", "<", tol=K_SLOPE_MARGIN,
+                      note=f"does not grow: at most {last.k / first.k:g}^{K_SLOPE_MARGIN:g} from k = {int(first.k)} "
+                           f"to {int(last.k)} (margin declared before the run)"),
+                  params={"class": "BallLinear", "n": int(by_k.n.iloc[0]), "ks": [int(first.k), int(last.k)],
+                          "tau": tau, "margin": K_SLOPE_MARGIN})
+    z = normal_quantile(0.95)
+    out.update(k_slope=slope.mean, k_slope_low=slope.ci_low, k_slope_high=slope.ci_high, k_slope_se=slope.se,
+               k_slope_margin=K_SLOPE_MARGIN, k_slope_from=int(first.k), k_slope_to=int(last.k),
+               k_slope_growth=float((last.k / first.k) ** K_SLOPE_MARGIN),
+               k_slope_power=float(norm.cdf(K_SLOPE_MARGIN / slope.se - z)))
     for form, col in (("average", "bound_avg"), ("max", "bound_max"), ("embedding", "bound_embedding"),
                       ("vector", "bound_vector")):
         worst = float((table.ci_high / table[col]).max())
