@@ -8,9 +8,11 @@ classes' sizes among them) next to its models and passes both to the runners. Mo
 (a configuration in, a tidy table out, cached; the predictions; the values the page quotes),
 :mod:`.ledger` (the claims-ledger records and their verdict rules) and :mod:`.figures`
 (``fig_*``); the two side claims (temperature and norms; dimension) in :mod:`.side_claims`
-(runners; their records in :mod:`.ledger`, their figures in :mod:`.figures`). Every name the page uses is re-exported here.
+(runners; their records in :mod:`.ledger`, their figures in :mod:`.figures`; the design of their
+replications, pilots and power calculations, in :mod:`.design`). Every name the page uses is re-exported here.
 """
 
+from ...experiment.prose import join_words
 from .config import SIZES, STEM, ContinuitySetup, SideClaimsSetup, setup
 from .figures import (
     fig_continuity_ratios,
@@ -20,9 +22,15 @@ from .figures import (
     fig_rademacher_sweeps,
     fig_temperature_sweep,
 )
+from .design import PILOTS, REPLICATION_SEED, aligned_concentration, alignment, replication_design, seeds_for_power
 from .headers import HEADERS
 from .ledger import (
     ledger_dimension,
+    ledger_dimension_replication,
+    ledger_temperature_replication,
+    replication_table,
+    replication_taus,
+    resolved_taus,
     ledger_lipschitz,
     ledger_perturbations,
     ledger_rademacher,
@@ -47,9 +55,10 @@ from .runners import (
     radius_glue,
     sparse_average_ratio_limit,
 )
-from .side_claims import dimension_sweep, temperature_constants, temperature_sweep
+from .side_claims import dimension_gap_replication, dimension_sweep, temperature_constants, temperature_sweep
 
-__all__ = ["HEADERS", "PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "SideClaimsSetup", "dimension_sweep",
+__all__ = ["alignment", "replication_table", "join_words", "PILOTS", "REPLICATION_SEED", "replication_taus", "aligned_concentration", "replication_design", "seeds_for_power", "ledger_dimension_replication",
+           "ledger_temperature_replication", "resolved_taus", "dimension_gap_replication", "HEADERS", "PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "SideClaimsSetup", "dimension_sweep",
            "fig_dimension_sweep", "fig_temperature_sweep", "ledger_dimension", "ledger_temperature",
            "temperature_constants", "temperature_sweep", "complexity_glue", "complexity_table", "crossover_k",
            "embedding_segments", "exercise_numbers", "expected_max_norm", "fig_continuity_ratios", "fig_idea",
