@@ -60,7 +60,7 @@ def test_embedding_segments_hold_and_attain_the_weight_bound():
     bad = table.assign(worst=table.worst.where(table.variant != "standard", 1.5))
     ledger2 = Ledger(chapter="test2", profile="smoke", device="cpu", seed=0)
     chapter.ledger_segments(ledger2, bad)
-    assert not {r.id: r for r in ledger2.records}["C4-embedding-holds-standard"].passed
+    assert not ledger2.by_id()["C4-embedding-holds-standard"].passed
 
 
 def test_exercise_numbers_and_radius_glue():
@@ -112,7 +112,7 @@ def test_temperature_sweep_and_its_records():
     assert len(table) == 3 * 2 * 2 and np.isfinite(table.gap).all()
     ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
     out = chapter.ledger_temperature(ledger, table, _LAWS, k=4)
-    ids = {r.id for r in ledger.records}
+    ids = {r.alias for r in ledger.records}
     assert {"C5-temperature-tails", "C5-temperature-gap-grows-vmf", "C5-temperature-negatives-max-gaussian",
             "C5-temperature-gap-bound-student_t-tau0.1"} <= ids
     assert out["tau_low"] == 0.1 and out["tau_high"] == 1.0
@@ -120,7 +120,7 @@ def test_temperature_sweep_and_its_records():
     falling = table.assign(gap=np.where(table.tau == 0.1, -1.0, 1.0) + 0.01 * table.seed_index)
     ledger2 = Ledger(chapter="test2", profile="smoke", device="cpu", seed=0)
     chapter.ledger_temperature(ledger2, falling, _LAWS, k=4)
-    assert not {r.id: r for r in ledger2.records}["C5-temperature-gap-grows-gaussian"].passed
+    assert not ledger2.by_id()["C5-temperature-gap-grows-gaussian"].passed
 
 
 def test_dimension_sweep_and_its_records():
@@ -132,11 +132,11 @@ def test_dimension_sweep_and_its_records():
     assert (table.ci_high[table.cls == "frobenius"] <= table.bound[table.cls == "frobenius"]).all()
     ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
     out = chapter.ledger_dimension(ledger, side, table, tau=1.0)
-    recs = {r.id: r for r in ledger.records}
+    recs = ledger.by_id()
     assert recs["C5-dimension-free-below-bound"].passed and out["margin_slope"] == side.margin_slope
     # a complexity that grows like d (slope 1) fails "does not grow with d"
     grows = table.assign(value=table.dim * 0.01, se=1e-4)
     ledger2 = Ledger(chapter="test2", profile="smoke", device="cpu", seed=0)
     chapter.ledger_dimension(ledger2, side, grows, tau=1.0)
-    recs2 = {r.id: r for r in ledger2.records}
+    recs2 = ledger2.by_id()
     assert not recs2["C5-dimension-free-slope"].passed and not recs2["C5-dimension-unconstrained-slope"].passed

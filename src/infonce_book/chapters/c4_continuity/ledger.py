@@ -155,6 +155,9 @@ def ledger_rademacher(ledger, setup: ContinuitySetup, table: pd.DataFrame) -> di
                   params={"class": "BallLinear", "n": int(by_k.n.iloc[0]), "ks": [int(first.k), int(last.k)],
                           "tau": tau, "margin": K_SLOPE_MARGIN})
     z = normal_quantile(0.95)
+    out.update(r_from=float(first.value), r_from_se=float(first.se),
+               k_slope_word="does not grow" if slope.ci_high < K_SLOPE_MARGIN else "is not shown to stay flat",
+               k_stop_word="stopped growing" if slope.ci_high < K_SLOPE_MARGIN else "was not shown to stop growing")
     out.update(k_slope=slope.mean, k_slope_low=slope.ci_low, k_slope_high=slope.ci_high, k_slope_se=slope.se,
                k_slope_margin=K_SLOPE_MARGIN, k_slope_from=int(first.k), k_slope_to=int(last.k),
                k_slope_growth=float((last.k / first.k) ** K_SLOPE_MARGIN),
