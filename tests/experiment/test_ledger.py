@@ -212,3 +212,19 @@ def test_a_zero_prediction_without_a_declared_resolution_is_refused(tmp_path, mo
     assert undeclared_zero_resolution(Rule.bound("measured", "<="), 0.0, -1.0, 1.0, sampled=True)
     assert not undeclared_zero_resolution(Rule.bound("measured", "<="), 0.0, -1.0, 1.0, sampled=False)
     assert not undeclared_zero_resolution(Rule.two_sided(), 0.5, 0.4, 0.6, sampled=True)
+
+
+def test_cli_ledger_finds_a_record_by_its_old_id(tmp_path, monkeypatch, capsys):
+    from infonce_book.pipeline.cli import main
+
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path / "ledger"))
+    led = Ledger(chapter="c4_continuity", profile="smoke", device="cpu", seed=0)
+    led.record(claim="C5", id="C5-x", quantity="q", predicted=1.0, measured=1.0, ci_low=0.9, ci_high=1.1, params={})
+    led.record(claim="C5", id="C5-y", quantity="q", predicted=1.0, measured=1.0, ci_low=0.9, ci_high=1.1, params={})
+    assert main(["ledger", "--build-dir", str(tmp_path), "--format", "json", "--id", "C5-x"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in out] == ["4.C5-x"]
+    assert main(["ledger", "--build-dir", str(tmp_path), "--id", "4.C5-y"]) == 0
+    assert "4.C5-y (was C5-y)" in capsys.readouterr().out
+    assert main(["ledger", "--build-dir", str(tmp_path), "--id", "C5-z"]) == 2
+    assert "C5-z" in capsys.readouterr().err

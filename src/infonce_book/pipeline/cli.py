@@ -5,7 +5,7 @@
     infonce-book pdf [--build-dir DIR] [--edition web|students] [--paper a4|letter]
                                                 (after build: _build/pdf/book.pdf, appendix.pdf, one per chapter)
     infonce-book timings record|readme          (chapter times for the README and the rerun boxes)
-    infonce-book ledger [--format json|table]
+    infonce-book ledger [--format json|table] [--id ID ...]
     infonce-book chapters
 """
 
@@ -17,7 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
-from ..experiment.ledger import format_table, load_records
+from ..experiment.ledger import find_record, format_table, load_records
 from ..experiment.paths import project_root
 from ..experiment.profiles import PROFILES
 from ..utils.device import DEVICES
@@ -75,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     tm.add_argument("--profiles", nargs="+", choices=timings.RECORDED_PROFILES, default=list(timings.RECORDED_PROFILES))
     lg = sub.add_parser("ledger", help="print the claims ledger of the last build")
     lg.add_argument("--format", choices=("json", "table"), default="table")
+    lg.add_argument("--id", dest="record_ids", nargs="+", default=None, metavar="ID",
+                    help="only these records, by id (e.g. 4.C5-rademacher-slope-k) or old id (C5-rademacher-slope-k)")
     lg.add_argument("--build-dir", type=Path, default=None)
     sub.add_parser("chapters", help="list the executed pages: name, file, and whether it is a chapter or back matter "
                    "(back matter records no claims)")
@@ -137,6 +139,12 @@ def _main(argv=None) -> int:
             for failed in sorted((build_dir / "notebooks").glob("*.failed.ipynb")):
                 print(f"warning: the last run of chapter {failed.name.split('.')[0]} failed ({failed}); "
                       f"its records below are from its last successful run", file=sys.stderr)
+            if args.record_ids:
+                try:
+                    records = [find_record(records, rid) for rid in args.record_ids]
+                except KeyError as err:
+                    print(f"error: {err.args[0]}", file=sys.stderr)
+                    return 2
             if args.format == "json":
                 print(json.dumps(records, indent=2))
             else:
