@@ -409,8 +409,11 @@ def ledger_temperature_replication(ledger, table: pd.DataFrame, pilot: pd.DataFr
                rep_tails_word="exceeds" if diff.ci_low > 0 else "is not shown to exceed",
                inter=inter.mean, inter_low=inter.ci_low, inter_high=inter.ci_high, inter_tau_a=tau_a,
                inter_tau_b=taus[0], inter_detectable=float(math.exp(z * inter.se)),
-               inter_word="rises" if inter.ci_low > 0 else "is not shown to rise",
+               inter_word=("rises" if inter.ci_low > 0 else "falls, the opposite of the remark's direction,"
+                           if inter.ci_high < 0 else "is not shown to rise"),
                inter_verdict="passes" if inter.ci_low > 0 else "fails",
+               inter_seen=("is seen" if inter.ci_low > 0 else "is not seen: the ratio falls"
+                           if inter.ci_high < 0 else "is not seen"),
                ratio_a=float(means[heavy, tau_a] / means[light, tau_a]),
                ratio_b=float(means[heavy, taus[0]] / means[light, taus[0]]),
                vector_ratio_a=float(vec[heavy, tau_a] / vec[light, tau_a]),
