@@ -90,5 +90,5 @@ def test_temperature_replication_separates_a_level_from_an_interaction(tmp_path,
     assert rec["C5-temperature-tails-replication"].passed
     inter = rec["C5-temperature-tails-interaction"]
     assert inter.verdict == "failed" and inter.ci_low < 0 < inter.ci_high
-    assert out["inter_tau_a"] == 0.1 and out["inter_tau_b"] == 0.05
-    assert out["vector_ratio_a"] == pytest.approx(1.5) and out["ratio_b"] == pytest.approx(1.5, rel=0.05)
+    assert out["rep_inter_tau_a"] == 0.1 and out["rep_inter_tau_b"] == 0.05
+    assert out["rep_vector_ratio_a"] == pytest.approx(1.5) and out["rep_ratio_b"] == pytest.approx(1.5, rel=0.05)
