@@ -4,21 +4,20 @@ import json
 
 import pytest
 
-from infonce_book.theory.stats import Estimate
-
 from infonce_book.experiment.ledger import (
     FIELDS,
     Ledger,
-    book_id,
-    find_record,
-    undeclared_zero_resolution,
     Rule,
+    book_id,
     decide,
+    find_record,
     format_table,
     load_records,
     summary_line,
+    undeclared_zero_resolution,
     verdict_counts,
 )
+from infonce_book.theory.stats import Estimate
 
 
 def test_record_has_every_field_and_the_default_verdict(tmp_path, monkeypatch):

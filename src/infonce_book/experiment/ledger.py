@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -74,7 +73,13 @@ import pandas as pd
 from tabulate import tabulate
 
 from ..theory.stats import Estimate
+from .ledger_audit import zero_predictions_without_resolution
 from .paths import atomic_write_text, ledger_dir
+from .record_ids import book_id, chapter_number, find_record, record_alias
+
+__all__ = ["FIELDS", "KINDS", "VERDICTS", "PENDING_ZERO_RESOLUTION", "Ledger", "Record", "Rule", "book_id",
+           "chapter_number", "decide", "find_record", "format_table", "load_records", "record_alias", "summary_line",
+           "undeclared_zero_resolution", "verdict", "verdict_counts", "zero_predictions_without_resolution"]
 
 FIELDS = ("claim", "id", "chapter", "params", "quantity", "predicted", "measured", "ci_low",
           "ci_high", "passed", "profile", "device", "seed", "se", "n", "level", "kind", "rule", "verdict", "alias")
@@ -263,64 +268,6 @@ def undeclared_zero_resolution(rule: Rule, predicted: float, ci_low: float, ci_h
     return rule.side != strict
 
 
-def zero_predictions_without_resolution(source: str, filename: str = "<source>") -> list[str]:
-    """The ``.record(...)`` calls in Python ``source`` that predict a literal 0 under a rule that
-    would need a resolution and declare none (:func:`undeclared_zero_resolution`, read from the
-    code before any data exist): no ``rule`` (two-sided by default) or a literal ``Rule.two_sided``,
-    ``Rule.one_sided`` or ``Rule.bound`` on the lenient end without ``resolution=``. A record with
-    an exact measured value (``Estimate.exact``, ``ci_low=ci_high``) needs none. Calls whose
-    rule is a variable are left to :meth:`Ledger.record`'s check at run time.
-
-    Returns ``"<filename>:<line>: <record id>"`` for each such call.
-
-    Examples:
-        >>> zero_predictions_without_resolution("led.record(id='a', predicted=0.0, measured=fit)")
-        ["<source>:1: 'a'"]
-        >>> zero_predictions_without_resolution(
-        ...     "led.record(id='a', predicted=0.0, measured=fit, rule=Rule.two_sided(resolution=0.2))")
-        []
-    """
-    import ast
-
-    def literal_zero(node) -> bool:
-        try:
-            return float(ast.literal_eval(node)) == 0.0
-        except (ValueError, TypeError, SyntaxError):
-            return False
-
-    out = []
-    for node in ast.walk(ast.parse(source, filename)):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "record"):
-            continue
-        kw = {k.arg: k.value for k in node.keywords}
-        if "predicted" not in kw or not literal_zero(kw["predicted"]):
-            continue
-        measured = kw.get("measured")
-        if isinstance(measured, ast.Call) and isinstance(measured.func, ast.Attribute) and measured.func.attr == "exact":
-            continue
-        if "ci_low" in kw and "ci_high" in kw and ast.dump(kw["ci_low"]) == ast.dump(kw["ci_high"]):
-            continue  # a number without an interval: deterministic
-        rule = kw.get("rule")
-        if rule is None:
-            needs = True
-        elif isinstance(rule, ast.Call) and isinstance(rule.func, ast.Attribute) and rule.func.attr in (
-                "two_sided", "one_sided", "bound"):
-            rkw = {k.arg for k in rule.keywords}
-            args = [ast.literal_eval(a) if isinstance(a, ast.Constant) else None for a in rule.args]
-            if rule.func.attr == "two_sided":
-                needs = "resolution" not in rkw
-            else:
-                side, op = (args + [None, None])[:2]
-                strict = "ci_low" if op in (">=", ">") else "ci_high"
-                needs = "resolution" not in rkw and side != strict
-        else:
-            needs = False  # equivalence, exact, or a variable: checked when the record is made
-        if needs:
-            rid = ast.unparse(kw["id"]) if "id" in kw else "?"
-            out.append(f"{filename}:{node.lineno}: {rid}")
-    return out
-
-
 def decide(rule: Rule, predicted: float, measured: float, ci_low: float, ci_high: float, *,
            sampled: bool) -> str:
     """The verdict of a record: ``passed``, ``failed`` or ``inconclusive`` (module docstring).
@@ -372,62 +319,6 @@ class Record:
     rule: dict = field(default_factory=lambda: Rule().as_dict())
     verdict: str = ""
     alias: str = ""
-
-
-_STEM = re.compile(r"^c(\d+)_")
-
-
-def chapter_number(chapter: str) -> int | None:
-    """The number of a chapter from its stem (``"c4_continuity"`` -> 4); ``None`` for a page
-    that is not a numbered chapter.
-
-    Examples:
-        >>> chapter_number("c4_continuity"), chapter_number("robustness")
-        (4, None)
-    """
-    m = _STEM.match(chapter)
-    return int(m.group(1)) if m else None
-
-
-def book_id(chapter: str, record_id: str) -> str:
-    """The id under which the ledger stores a record: its chapter's number, a dot, the id the
-    chapter gave it (``book_id("c4_continuity", "C5-rademacher-slope-k")`` is
-    ``"4.C5-rademacher-slope-k"``), so that a reader finds the record's chapter from its id. An id
-    that already carries its chapter's number, or a record of a page without a number, is
-    unchanged.
-
-    Examples:
-        >>> book_id("c5_generalisation", "C6-pac-bayes-k-uniform")
-        '5.C6-pac-bayes-k-uniform'
-        >>> book_id("c5_generalisation", "5.C6-pac-bayes-k-uniform")
-        '5.C6-pac-bayes-k-uniform'
-        >>> book_id("robustness", "R-a")
-        'R-a'
-    """
-    number = chapter_number(chapter)
-    if number is None or record_id.startswith(f"{number}."):
-        return record_id
-    return f"{number}.{record_id}"
-
-
-def record_alias(record) -> str:
-    """The id a chapter gave the record (its old id), from a record dict or :class:`Record`."""
-    r = record if isinstance(record, dict) else asdict(record)
-    return r.get("alias") or r["id"]
-
-
-def find_record(records, record_id: str):
-    """The record with ``record_id`` as its id or its alias (the old id), from a list of record
-    dicts or :class:`Record` objects.
-
-    Raises:
-        KeyError: no record has that id or alias.
-    """
-    for r in records:
-        d = r if isinstance(r, dict) else asdict(r)
-        if record_id in (d["id"], d.get("alias")):
-            return r
-    raise KeyError(f"no ledger record has the id or old id {record_id!r}")
 
 
 def _finite_float(x, name: str) -> float:

@@ -33,8 +33,8 @@ def with_minus_sign(format_plain_text):
 
 def setup(app) -> dict:
     """Wrap myst-nb's glue formatter where its glue role and glue references call it."""
-    from myst_nb.core import variables
-    from myst_nb.ext.glue import crossref, roles
+    from myst_nb.core import variables  # optional: myst-nb is loaded only by the book's Sphinx build
+    from myst_nb.ext.glue import crossref, roles  # optional: as above
 
     for module in (variables, roles, crossref):
         module.format_plain_text = with_minus_sign(module.format_plain_text)

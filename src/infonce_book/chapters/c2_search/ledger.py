@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ...experiment.ledger import Rule
-from ...theory.stats import Estimate, coverage_interval, richardson_limit
+from ...theory.stats import Estimate, coverage_interval, normal_quantile, richardson_limit
 from .config import SearchSetup
 from .runners import bayes_enumeration, exact_curve
 
@@ -163,13 +163,11 @@ def noninferiority_queries(margin: float = BAYES_MARGIN, power: float = BAYES_PO
         >>> noninferiority_queries(0.02, 0.8)
         19623
     """
-    from scipy.stats import norm
-
     if not 0 < margin < 1:
         raise ValueError(f"margin must be in (0, 1), got margin={margin!r}")
     if not 0 < power < 1:
         raise ValueError(f"power must be in (0, 1), got power={power!r}")
-    z = norm.ppf(0.5 + level / 2) + norm.ppf(power)
+    z = normal_quantile(level) + normal_quantile(2 * power - 1)  # two-sided end + one-sided power quantile
     return int(math.ceil(z**2 / margin**2))
 
 

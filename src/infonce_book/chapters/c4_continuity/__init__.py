@@ -9,11 +9,12 @@ classes' sizes among them) next to its models and passes both to the runners. Mo
 :mod:`.ledger` (the claims-ledger records and their verdict rules) and :mod:`.figures`
 (``fig_*``); the two side claims (temperature and norms; dimension) in :mod:`.side_claims`
 (runners; their records in :mod:`.ledger`, their figures in :mod:`.figures`; the design of their
-replications, pilots and power calculations, in :mod:`.design`). Every name the page uses is re-exported here.
+replications, pilots and power calculations, in :mod:`.design`, their records in :mod:`.replications`). Every name the page uses is re-exported here.
 """
 
 from ...experiment.prose import join_words
 from .config import SIZES, STEM, ContinuitySetup, SideClaimsSetup, setup
+from .design import PILOTS, REPLICATION_SEED, aligned_concentration, alignment, replication_design, seeds_for_power
 from .figures import (
     fig_continuity_ratios,
     fig_dimension_sweep,
@@ -22,20 +23,21 @@ from .figures import (
     fig_rademacher_sweeps,
     fig_temperature_sweep,
 )
-from .design import PILOTS, REPLICATION_SEED, aligned_concentration, alignment, replication_design, seeds_for_power
 from .headers import HEADERS
 from .ledger import (
     ledger_dimension,
-    ledger_dimension_replication,
-    ledger_temperature_replication,
-    replication_table,
-    replication_taus,
-    resolved_taus,
     ledger_lipschitz,
     ledger_perturbations,
     ledger_rademacher,
     ledger_segments,
     ledger_temperature,
+)
+from .replications import (
+    ledger_dimension_replication,
+    ledger_temperature_replication,
+    replication_table,
+    replication_taus,
+    resolved_taus,
 )
 from .runners import (
     PERTURBATIONS,

@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import optimize, stats
+from scipy import optimize
 
 from ...models.vmf.special_functions import mean_resultant_length
+from ...theory.stats import t_quantile
 
 __all__ = ["PILOTS", "Pilot", "REPLICATION_SEED", "aligned_concentration", "alignment", "seeds_for_power", "replication_design"]
 
@@ -39,7 +40,7 @@ class Pilot:
     @property
     def se(self) -> float:
         """The standard error implied by the interval (t quantile with ``seeds - 1`` dof)."""
-        return (self.high - self.low) / (2.0 * float(stats.t.ppf(0.975, self.seeds - 1)))
+        return (self.high - self.low) / (2.0 * t_quantile(0.95, self.seeds - 1))
 
     @property
     def sd(self) -> float:
@@ -66,7 +67,7 @@ def seeds_for_power(sd: float, distance: float, power: float = 0.9, alpha: float
         ValueError: ``sd`` or ``distance`` not > 0, ``power`` or ``alpha`` not in (0, 1), ``tests`` < 1.
 
     Examples:
-        >>> seeds_for_power(1.0, 1.0, power=0.8)  # (1.96 + 0.84)^2 = 7.8, t-corrected
+        >>> seeds_for_power(1.0, 1.0, power=0.8)  # about 7.8 with normal quantiles; t-corrected
         10
     """
     if not (sd > 0 and distance > 0):
@@ -77,7 +78,7 @@ def seeds_for_power(sd: float, distance: float, power: float = 0.9, alpha: float
         raise ValueError(f"tests must be >= 1, got tests={tests!r}")
     a = alpha / tests
     for s in range(max(min_seeds, 2), max_seeds + 1):
-        q = float(stats.t.ppf(1 - a, s - 1) + stats.t.ppf(power, s - 1))
+        q = t_quantile(1 - 2 * a, s - 1) + t_quantile(2 * power - 1, s - 1)  # one-sided ends
         if q * sd / math.sqrt(s) <= distance:
             return s
     raise ValueError(f"more than max_seeds={max_seeds} seeds needed (sd={sd}, distance={distance})")

@@ -28,6 +28,7 @@ from ...theory.stats import Estimate
 from ...utils.device import on_one_cpu_thread, resolve_device
 from ...utils.progress import progress
 from .config import ContinuitySetup, SideClaimsSetup
+from .design import aligned_concentration
 
 __all__ = ["dimension_gap_replication", "dimension_sweep", "temperature_constants", "temperature_sweep"]
 
@@ -187,8 +188,6 @@ def dimension_gap_replication(side: SideClaimsSetup, sphere_model, dims: list, a
     for each of ``n_seeds`` seeds (``steps`` projected Adam steps from a random point of the ball,
     ``side.train_lr``; population risk on ``n_test`` fresh tuples; the control variate of
     :func:`_train_gap`). Columns: ``dim, kappa, alignment, seed_index, gap``."""
-    from .design import aligned_concentration
-
     dev = resolve_device(device)
     rows = []
     for i, d in enumerate(progress(dims, desc="c4 dimension replication")):
