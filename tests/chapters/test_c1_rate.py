@@ -35,7 +35,7 @@ def test_bound_records_are_one_sided(tmp_path, monkeypatch):
                  {"k": k, "curve": r"ours, uniform $C(\tau)/k$", "value": 10.0},
                  {"k": k, "curve": "Lipschitz-of-log, model moments", "value": 5.0}]
     chapter.ledger_bounds(led, chapter.RateSetup(tau=0.5), VonMisesFisher(3, 4.0), pd.DataFrame(rows))
-    rec = {r.id: r for r in led.records}
+    rec = led.by_id()
     assert not rec["C1-bound-model-holds"].passed and rec["C1-bound-model-holds"].measured == pytest.approx(1.5)
     assert rec["C1-bound-uniform-holds"].passed
 
@@ -47,7 +47,7 @@ def test_monte_carlo_records_use_a_bonferroni_level(tmp_path, monkeypatch):
                        "cv_mean": [0.034, 0.0085, 0.0021, 0.00053], "cv_se": [1e-3, 2e-4, 5e-5, 1e-5],
                        "covered": [True] * 4, "n_tuples": [1000] * 4, "device": ["cpu"] * 4})
     out = chapter.ledger_monte_carlo(led, chapter.RateSetup(tau=0.5, k_min_slope=64), VonMisesFisher(3, 4.0), mc)
-    rec = {r.id: r for r in led.records}
+    rec = led.by_id()
     z = 2.4977054744  # two-sided normal quantile at level 1 - 0.05/4 (tables)
     assert rec["C1-mc-k64"].ci_high - rec["C1-mc-k64"].measured == pytest.approx(z * 1e-3, rel=1e-9)
     assert rec["C1-mc-k64"].level == pytest.approx(1 - 0.05 / 4)
@@ -60,7 +60,7 @@ def test_third_order_records_use_the_declared_tolerance(tmp_path, monkeypatch):
     table = pd.DataFrame({"k": [128, 256], "r3": [0.95, 0.90], "r3_err": [1e-7, 1e-6], "c3": [0.98, 0.98],
                           "c4": [-1.4, -1.4]})
     out = chapter.ledger_third_order(led, chapter.RateSetup(tau=0.5), VonMisesFisher(3, 4.0), table)
-    rec = {r.id: r for r in led.records}
+    rec = led.by_id()
     # k = 128: |0.95 - 0.98| = 0.03 > 2 * 1.4 / 128 + 3e-7 = 0.0219 -> fails; k = 256: 0.08 > 0.011 -> fails
     assert not rec["C1-c3-k128"].passed and not rec["C1-c3-k256"].passed
     assert out["r3_tol_k128"] == pytest.approx(2 * 1.4 / 128 + 3e-7)
@@ -86,7 +86,7 @@ def test_in_batch_records_are_bonferroni_and_the_richardson_constant(tmp_path, m
                        "plain_mean": [0.0, 0.0], "plain_se": [1.0, 1.0], "n_batches": [1000, 1000],
                        "device": ["cpu", "cpu"]})
     out = chapter.ledger_in_batch(led, chapter.RateSetup(tau=0.5), model, exact, mc)
-    rec = {r.id: r for r in led.records}
+    rec = led.by_id()
     assert rec["C1-inbatch-clip-B8"].passed and not rec["C1-inbatch-ntxent-B8"].passed
     assert rec["C1-inbatch-clip-B8"].level == pytest.approx(1 - 0.05 / 2)
     assert rec["C1-ntxent-c1"].passed and out["mc_covered"] == 1

@@ -38,7 +38,7 @@ def test_gaussian_records_are_one_sided(tmp_path, monkeypatch):
                           "r_bar": 16 / 9, "em2_rel_err": 0.0, "k1_identity": 0.0})
     mc = pd.DataFrame({"k": [1024], "mean": [k_gap[0] / 1024], "se": [1e-5], "n_queries": [1000]})
     chapter.ledger_gaussian(led, chapter.SearchSetup(tau=0.5), GaussianModel(2, 0.5), table, mc)
-    rec = {r.id: r for r in led.records}
+    rec = led.by_id()
     assert rec["C2-gauss-bound-k1024"].passed and not rec["C2-gauss-bound-k4096"].passed
     assert rec["C2-gauss-uniform-holds"].passed and rec["C2-gauss-mc-k1024"].passed
 

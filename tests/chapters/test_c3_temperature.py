@@ -18,7 +18,7 @@ def test_ledger_rules(tmp_path, monkeypatch):
                        "bound": [2.0, 0.5, 2.0]})
     learned = pd.DataFrame({"seed": [0, 1, 2], "k": [64] * 3, "tau": [0.24, 0.25, 0.26]})
     out = chapter.ledger_kl_and_tau(led, chapter.TemperatureSetup(), VonMisesFisher(3, 4.0), kl, learned)
-    rec = {r.id: r for r in led.records}
+    rec = led.by_id()
     assert rec["C3-bound-vmf-identity"].passed and not rec["C3-bound-too-sharp"].passed
     assert rec["C3-tau-star"].passed and out["tau_star"] == pytest.approx(0.25, abs=1e-6)
     assert rec["C3-learned-tau"].measured == pytest.approx(0.25) and rec["C3-learned-tau"].passed
@@ -37,7 +37,7 @@ def test_sharp_kl_records(tmp_path, monkeypatch):
     led = Ledger("c3_temperature", "smoke", "cpu", 0)
     table = chapter.sharp_kl_check(chapter.TemperatureSetup(sharp_betas=(2.0, 10.0)), n_random=3, seed=0)
     chapter.ledger_sharp_kl(led, table)
-    rec = {r.id: r for r in led.records}
+    rec = led.by_id()
     assert all(r.passed for r in led.records) and "C3-kl-asym-beta10" in rec
     assert table.random_max.max() <= table.psi.max() + 1e-12
 
@@ -79,7 +79,7 @@ def test_gap_ledger_slope_below_tau_star_is_one_sided_and_the_summary_pools_sets
             rows.append({"set": s, "tau": tau, "gap": ratio * 4 / tau, "range_bk": 4 / tau, "gap_over_range": ratio,
                          "train_risk": 1.0})
     out = chapter.ledger_gap(led, chapter.TemperatureSetup(), VonMisesFisher(3, 4.0), pd.DataFrame(rows))
-    rec = {r.id: r for r in led.records}["C3-gap-range-below-tau-star"]
+    rec = led.by_id()["C3-gap-range-below-tau-star"]
     assert rec.measured == pytest.approx(-0.01, rel=1e-9) and rec.passed
     assert rec.params["taus"] == [0.05, 0.1, 0.2] and rec.params["n_sets"] == 3
     assert out["slope_above"] == pytest.approx(0.0, abs=1e-12)

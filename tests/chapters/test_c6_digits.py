@@ -37,7 +37,7 @@ def test_gap_levels_off_only_when_the_90_interval_is_inside_the_margin(led):
     setup = chapter.DigitsSetup(margin=0.02, alpha=0.05)
     table = _gap_table({0.5: [0.001, -0.001, 0.003, 0.0, 0.002], 0.1: [0.05, -0.03, 0.04, -0.02, 0.01]})
     out = chapter.ledger_gap(led, table, setup)
-    rec = {r.id: r for r in led.records}
+    rec = led.by_id()
     eq, noteq = rec["C7-digits-gap-levels-tau0.5"], rec["C7-digits-gap-levels-tau0.1"]
     assert eq.passed and not noteq.passed
     assert noteq.ci_low < 0.0 < noteq.ci_high  # contains 0, yet does not pass
@@ -85,7 +85,7 @@ def _rate_table(c1=2.0, c2=-4.0, tau=0.5):
 
 def test_rate_records_compare_with_c1_with_the_declared_truncation(led):
     out = chapter.ledger_rate(led, _rate_table())
-    rec = {r.id: r for r in led.records}
+    rec = led.by_id()
     kb = rec["C1-digits-kbias-tau0.5"]
     # at k = 4096, k bias = c1 + c2/k: inside c1 + [diff -+ 0.01] -+ |c2|/k
     assert kb.predicted == 2.0 and kb.measured == pytest.approx(2.0 - 4.0 / 4096) and kb.passed
@@ -104,7 +104,7 @@ def test_a_wrong_c1_fails_the_rate_record(led):
     bad["c1"] = 2.5  # the prediction is off by 0.5, far outside the interval
     bad["diff"], bad["diff_low"], bad["diff_high"] = (bad.kbias - 2.5, bad.kbias - 2.51, bad.kbias - 2.49)
     chapter.ledger_rate(led, bad)
-    assert not {r.id: r for r in led.records}["C1-digits-kbias-tau0.5"].passed
+    assert not led.by_id()["C1-digits-kbias-tau0.5"].passed
 
 
 def test_kl_record_is_one_sided_and_roles_cover_one_temperature(led):
@@ -112,7 +112,7 @@ def test_kl_record_is_one_sided_and_roles_cover_one_temperature(led):
                        "bound": [2.0, 0.5], "ratio_high": [0.155, 0.12]})
     out = chapter.ledger_kls(led, {0.5: kl})
     rec = led.records[-1]
-    assert rec.id == "C3-digits-bound-tau0.5" and rec.passed and rec.ci_high == pytest.approx(0.155)
+    assert rec.alias == "C3-digits-bound-tau0.5" and rec.passed and rec.ci_high == pytest.approx(0.155)
     # one training temperature: both roles are filled with it
     assert out["kl_ratio_max_lo"] == out["kl_ratio_max_hi"] == pytest.approx(0.155)
     assert out["kl_own_hi"] == pytest.approx(0.3) and out["kl_verdict"] == "holds with room to spare"
@@ -157,7 +157,7 @@ def test_records_of_the_analysed_embedding_carry_its_training(led):
                             {"k": 256, "tau": 0.5, "seed": 1, "train_monitor": 3.97, "steps_run": 1500,
                              "converged": False}])
     out = chapter.ledger_rates(led, {0.5: _rate_table()}, trained)
-    rec = {r.id: r for r in led.records}["C1-digits-kbias-tau0.5"]
+    rec = led.by_id()["C1-digits-kbias-tau0.5"]
     assert rec.params["training_risk_reached"] == 3.96 and rec.params["steps_run"] == 1100
     assert rec.params["n_seeds"] == 1 and rec.params["stopped_by_rule"] is True
     assert out["c1_lo"] == out["c1_hi"] == 2.0 and out["temperature_note"] == ""

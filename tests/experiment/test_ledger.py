@@ -8,12 +8,16 @@ from infonce_book.experiment.ledger import (
     FIELDS,
     Ledger,
     Rule,
+    book_id,
     decide,
+    find_record,
     format_table,
     load_records,
     summary_line,
+    undeclared_zero_resolution,
     verdict_counts,
 )
+from infonce_book.theory.stats import Estimate
 
 
 def test_record_has_every_field_and_the_default_verdict(tmp_path, monkeypatch):
@@ -24,13 +28,14 @@ def test_record_has_every_field_and_the_default_verdict(tmp_path, monkeypatch):
     led.record(claim="C1", id="C1-b", quantity="c1", predicted=2.5, measured=2.17, ci_low=2.1, ci_high=2.2,
                params={"model": "vmf"})
     recs = load_records(tmp_path)
-    assert [r["id"] for r in recs] == ["C1-a", "C1-b"]
+    assert [r["id"] for r in recs] == ["1.C1-a", "1.C1-b"] and [r["alias"] for r in recs] == ["C1-a", "C1-b"]
     assert set(recs[0]) == set(FIELDS)
     assert recs[0]["passed"] is True and recs[1]["passed"] is False
     # numbers with an error band and no standard error: a deterministic value, an exact check
     assert "failed" in format_table(recs) and recs[0]["kind"] == "exact" and recs[1]["verdict"] == "failed"
-    assert summary_line(recs) == "2 records: 1 passed, 0 inconclusive, 1 failed (C1-b)"
-    assert format_table(recs).endswith("2 records: 1 passed, 0 inconclusive, 1 failed (C1-b)")
+    assert summary_line(recs) == "2 records: 1 passed, 0 inconclusive, 1 failed (1.C1-b)"
+    assert format_table(recs).endswith("2 records: 1 passed, 0 inconclusive, 1 failed (1.C1-b)")
+    assert "1.C1-a (was C1-a)" in format_table(recs)
 
 
 def test_summary_line_names_at_most_five_failures():
@@ -131,8 +136,13 @@ def test_a_sampled_interval_too_wide_to_decide_is_inconclusive(tmp_path, monkeyp
     predicted, measured, lo, hi = values
     assert decide(rule, predicted, measured, lo, hi, sampled=True) == expected
     monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
-    rec = Ledger("c0", "smoke", "cpu", 0).record(claim="C0", id="r", quantity="q", predicted=predicted, params={},
-                                                  measured=Estimate.interval(measured, lo, hi, n=10), rule=rule)
+    kwargs = dict(claim="C0", id="r", quantity="q", predicted=predicted, params={},
+                  measured=Estimate.interval(measured, lo, hi, n=10), rule=rule)
+    if undeclared_zero_resolution(rule, predicted, lo, hi, sampled=True):  # the ledger refuses these
+        with pytest.raises(ValueError, match="no declared resolution"):
+            Ledger("c0", "smoke", "cpu", 0).record(**kwargs)
+        return
+    rec = Ledger("c0", "smoke", "cpu", 0).record(**kwargs)
     assert rec.verdict == expected and rec.passed is (expected == "passed") and rec.kind == rule.kind
 
 
@@ -159,3 +169,61 @@ def test_a_rule_refuses_what_it_cannot_test(tmp_path, monkeypatch):
     with pytest.raises(TypeError, match="Rule"):
         Ledger("c0", "smoke", "cpu", 0).record(claim="C0", id="r", quantity="q", predicted=0.0, measured=0.0,
                                                ci_low=0.0, ci_high=0.0, params={}, rule="one-sided")
+
+
+def test_ids_carry_the_chapter_number_and_old_ids_still_find_the_record(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    assert book_id("c4_continuity", "C5-rademacher-slope-k") == "4.C5-rademacher-slope-k"
+    assert book_id("c12_more", "C1-x") == "12.C1-x" and book_id("c4_continuity", "4.C5-x") == "4.C5-x"
+    assert book_id("appendix", "R-a") == "R-a"
+    led = Ledger(chapter="c5_generalisation", profile="smoke", device="cpu", seed=0)
+    led.record(claim="C6", id="C6-pac", quantity="q", predicted=1.0, measured=1.0, ci_low=0.9, ci_high=1.1, params={})
+    led.record(claim="C6", id="C6-pac", quantity="q", predicted=1.0, measured=1.05, ci_low=0.9, ci_high=1.1, params={})
+    assert [r.id for r in led.records] == ["5.C6-pac"] and led.records[0].measured == 1.05
+    assert led.by_id()["C6-pac"] is led.by_id()["5.C6-pac"]
+    recs = load_records(tmp_path)
+    assert find_record(recs, "C6-pac")["id"] == "5.C6-pac" and find_record(recs, "5.C6-pac")["alias"] == "C6-pac"
+    with pytest.raises(KeyError, match="C6-other"):
+        find_record(recs, "C6-other")
+
+
+def test_a_zero_prediction_without_a_declared_resolution_is_refused(tmp_path, monkeypatch):
+    """The failing case of the rule 'no record decides by a resolution of zero': a sampled slope
+    predicted 0 under a two-sided rule, and a lenient one-sided difference, are refused; the same
+    records with a declared resolution, a strict one-sided test or an equivalence margin decide."""
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path))
+    led = Ledger(chapter="c4_continuity", profile="smoke", device="cpu", seed=0)
+    slope = Estimate(0.062, 0.058, 6)
+    with pytest.raises(ValueError, match="predicts 0 .* no declared resolution"):
+        led.record(claim="C5", id="C5-slope", quantity="q", predicted=0.0, measured=slope, params={})
+    with pytest.raises(ValueError, match="no declared resolution"):
+        led.record(claim="C2", id="C2-diff", quantity="q", predicted=0.0, measured=Estimate(-0.001, 0.002, 1000),
+                   rule=Rule.one_sided("ci_high", ">="), params={})
+    assert not led.records
+    ok = [led.record(claim="C5", id="a", quantity="q", predicted=0.0, measured=slope, params={},
+                     rule=Rule.two_sided(resolution=0.5)),
+          led.record(claim="C5", id="b", quantity="q", predicted=0.0, measured=slope, params={},
+                     rule=Rule.equivalence(0.3)),
+          led.record(claim="C5", id="c", quantity="q", predicted=0.0, measured=slope, params={},
+                     rule=Rule.one_sided("ci_low", ">")),
+          led.record(claim="C5", id="d", quantity="q", predicted=0.0, measured=Estimate.exact(0.0, 1e-12), params={})]
+    assert [r.verdict for r in ok] == ["passed", "passed", "failed", "passed"]
+    assert undeclared_zero_resolution(Rule.bound("measured", "<="), 0.0, -1.0, 1.0, sampled=True)
+    assert not undeclared_zero_resolution(Rule.bound("measured", "<="), 0.0, -1.0, 1.0, sampled=False)
+    assert not undeclared_zero_resolution(Rule.two_sided(), 0.5, 0.4, 0.6, sampled=True)
+
+
+def test_cli_ledger_finds_a_record_by_its_old_id(tmp_path, monkeypatch, capsys):
+    from infonce_book.pipeline.cli import main
+
+    monkeypatch.setenv("INFONCE_BOOK_LEDGER_DIR", str(tmp_path / "ledger"))
+    led = Ledger(chapter="c4_continuity", profile="smoke", device="cpu", seed=0)
+    led.record(claim="C5", id="C5-x", quantity="q", predicted=1.0, measured=1.0, ci_low=0.9, ci_high=1.1, params={})
+    led.record(claim="C5", id="C5-y", quantity="q", predicted=1.0, measured=1.0, ci_low=0.9, ci_high=1.1, params={})
+    assert main(["ledger", "--build-dir", str(tmp_path), "--format", "json", "--id", "C5-x"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in out] == ["4.C5-x"]
+    assert main(["ledger", "--build-dir", str(tmp_path), "--id", "4.C5-y"]) == 0
+    assert "4.C5-y (was C5-y)" in capsys.readouterr().out
+    assert main(["ledger", "--build-dir", str(tmp_path), "--id", "C5-z"]) == 2
+    assert "C5-z" in capsys.readouterr().err

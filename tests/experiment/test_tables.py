@@ -52,7 +52,7 @@ def test_the_ledger_view_shows_each_record_with_its_test_and_verdict(tmp_path, m
     assert "| `C0-exact` | c1 | 2 | 2 | exact value | exact check | passed |" in md
     assert "| `C0-wide` | `k_bias` | 5 | 6.1 | [−38.5, 53.1] | two-sided interval | **inconclusive** |" in md
     assert "bound holds" in md
-    assert verdict_sentence(led.records) == "2 passed, 1 were inconclusive and 0 failed"
+    assert verdict_sentence(led.records) == "2 passed and 1 was inconclusive"
 
 
 def test_the_page_scan_finds_developer_output():

@@ -122,22 +122,31 @@ def test_cli_cuda_without_a_gpu(capsys, monkeypatch):
 
 
 #: The records whose interval is too wide to decide at the smoke profile (seed 0): each passes
-#: its interval test only because the interval is wider than the predicted value (or the
-#: prediction is 0 with no declared resolution), so the ledger calls it inconclusive. The
-#: standard profile narrows them.
+#: its interval test only because the interval is wider than the predicted value, so the ledger
+#: calls it inconclusive. The standard profile narrows them. (Ids carry their chapter's number.)
 SMOKE_INCONCLUSIVE = {
-    "C2-bayes-k256",  # ideal - softmax top-1 in [-0.006, 0.003]: straddles 0, the one-sided claim is not shown
-    "C5-rademacher-slope-n",  # slope -0.48 in [-1.12, 0.16], wider than the predicted 1/2
-    "C5-rademacher-slope-k",  # slope in k predicted 0, interval [-0.26, 0.31]: absence of evidence
-    "C7-aic-n256-k16", "C7-aic-n512-k16", "C7-aic-n2048-k16",  # n * gap within +-25 to +-74 of 5, two seeds
-    "C7-gap-slope-n",  # slope -0.59 in [-10.2, 9.0] against -1
+    "4.C5-rademacher-slope-n",  # slope -0.48 in [-1.12, 0.16], wider than the predicted 1/2
+    "5.C7-aic-n256-k16", "5.C7-aic-n512-k16", "5.C7-aic-n2048-k16",  # n * gap within +-25 to +-74 of 5, two seeds
+    "5.C7-gap-slope-n",  # slope -0.59 in [-10.2, 9.0] against -1
+}
+
+#: Records sized for the standard profile by a power calculation, or replications whose failure is a
+#: finding the page explains: at the smoke profile either verdict is accepted (never inconclusive:
+#: each is a strict one-sided test).
+SMOKE_EITHER = {
+    "4.C5-rademacher-slope-k",  # margin 0.1 on the slope from k = 16 (32 at smoke) to 256
+    "4.C5-temperature-tails-replication", "4.C5-temperature-tails-interaction",
+    "4.C5-dimension-free-gap-flat-d8-replication", "4.C5-dimension-free-gap-flat-d32-replication",
+    "4.C5-dimension-free-gap-flat-d128-replication",
 }
 
 
 def _decided(records: list[dict]) -> bool:
-    """No record failed, and every record passed but those of :data:`SMOKE_INCONCLUSIVE`."""
+    """No record failed, and every record passed but those of :data:`SMOKE_INCONCLUSIVE` (and
+    those of :data:`SMOKE_EITHER`, which pass or fail)."""
     wrong = [(r["id"], r["verdict"]) for r in records
-             if r["verdict"] != ("inconclusive" if r["id"] in SMOKE_INCONCLUSIVE else "passed")]
+             if r["verdict"] != ("inconclusive" if r["id"] in SMOKE_INCONCLUSIVE else "passed")
+             and not (r["id"] in SMOKE_EITHER and r["verdict"] in ("passed", "failed"))]
     assert wrong == [], wrong
     return True
 
@@ -171,13 +180,15 @@ def test_whole_book_builds_at_the_smoke_profile_with_passing_ledger(smoke_book, 
         recs = [r for r in records if r["claim"] == claim]
         assert len(recs) >= minimum and _decided(recs)
     c7 = [r for r in records if r["claim"] == "C7"]
-    synthetic = [r for r in c7 if not r["id"].startswith("C7-digits")]
+    synthetic = [r for r in c7 if not r["alias"].startswith("C7-digits")]
     assert len(synthetic) >= 3 and _decided(synthetic)
     assert {r["id"] for r in records if r["verdict"] == "inconclusive"} == SMOKE_INCONCLUSIVE
-    assert {r["id"] for r in c7} >= {"C7-digits-gap-levels-tau0.5", "C7-digits-top1-slope-tau0.5"}
+    assert {r["alias"] for r in c7} >= {"C7-digits-gap-levels-tau0.5", "C7-digits-top1-slope-tau0.5"}
+    assert {r["id"] for r in c7} >= {"6.C7-digits-gap-levels-tau0.5", "6.C7-digits-top1-slope-tau0.5"}
     for chapter in ("c4_continuity", "c5_generalisation", "c6_digits"):
         assert (html / "book" / f"{chapter}.html").read_text().count("<img") >= 2, chapter
-    std = [r for r in c1 if r["id"] == "C1-c1-standard"][0]
+    std = [r for r in c1 if r["alias"] == "C1-c1-standard"][0]
+    assert std["id"] == "1.C1-c1-standard"
     assert std["params"] == {"model": "vmf", "dim": 3, "kappa": 4.0, "tau": 0.5, "variant": "standard",
                              "k": std["params"]["k"]}
     # Same seed and profile: the same numbers (forced re-execution into another folder).

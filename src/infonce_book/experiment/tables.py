@@ -151,6 +151,21 @@ def ledger_view(records, *, preview: int | None = 8) -> ReaderTable:
 
 
 def verdict_sentence(records) -> str:
-    """``"38 passed, 2 were inconclusive and 1 failed"`` for a chapter's records."""
+    """``"38 passed, 2 were inconclusive and 1 failed"`` for a chapter's records (``"1 was
+    inconclusive"``; a verdict no record has is left out: ``"40 passed and 1 failed"``).
+
+    Examples:
+        >>> verdict_sentence([{"id": "a", "passed": True}, {"id": "b", "passed": False, "verdict": "inconclusive"}])
+        '1 passed and 1 was inconclusive'
+        >>> verdict_sentence([{"id": "a", "passed": True}])
+        'all 1 passed'
+    """
     c = verdict_counts(records)
-    return f"{c['passed']} passed, {c['inconclusive']} were inconclusive and {c['failed']} failed"
+    parts = [f"{c['passed']} passed"] if c["passed"] else []
+    if c["inconclusive"]:
+        parts.append(f"{c['inconclusive']} {'was' if c['inconclusive'] == 1 else 'were'} inconclusive")
+    if c["failed"]:
+        parts.append(f"{c['failed']} failed")
+    if len(parts) == 1 and c["passed"]:
+        return f"all {c['passed']} passed"
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else (parts[0] if parts else "none")

@@ -5,7 +5,7 @@
     infonce-book pdf [--build-dir DIR] [--edition web|students] [--paper a4|letter]
                                                 (after build: _build/pdf/book.pdf, appendix.pdf, one per chapter)
     infonce-book timings record|readme          (chapter times for the README and the rerun boxes)
-    infonce-book ledger [--format json|table]
+    infonce-book ledger [--format json|table] [--id ID ...]
     infonce-book chapters
 """
 
@@ -84,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     tm.add_argument("--profiles", nargs="+", choices=timings.RECORDED_PROFILES, default=list(timings.RECORDED_PROFILES))
     lg = sub.add_parser("ledger", help="print the claims ledger of the last build")
     lg.add_argument("--format", choices=("json", "table"), default="table")
+    lg.add_argument("--id", dest="record_ids", nargs="+", default=None, metavar="ID",
+                    help="only these records, by id (e.g. 4.C5-rademacher-slope-k) or old id (C5-rademacher-slope-k)")
     lg.add_argument("--build-dir", type=Path, default=None)
     sub.add_parser("chapters", help="list the executed pages: name, file, and whether it is a chapter or back matter "
                    "(back matter records no claims)")
@@ -181,13 +183,20 @@ def _main(argv=None) -> int:
                 print(f"{name}\t{rel}\t{kind}")
             return 0
         if args.command == "ledger":
-            from ..experiment.ledger import format_table, load_records  # tabulate ([book] extra): per command
+            # tabulate ([book] extra): imported per command
+            from ..experiment.ledger import find_record, format_table, load_records
 
             build_dir = (args.build_dir or root / "_build").resolve()
             records = load_records(build_dir / "ledger") if (build_dir / "ledger").is_dir() else []
             for failed in sorted((build_dir / "notebooks").glob("*.failed.ipynb")):
                 print(f"warning: the last run of chapter {failed.name.split('.')[0]} failed ({failed}); "
                       f"its records below are from its last successful run", file=sys.stderr)
+            if args.record_ids:
+                try:
+                    records = [find_record(records, rid) for rid in args.record_ids]
+                except KeyError as err:
+                    print(f"error: {err.args[0]}", file=sys.stderr)
+                    return 2
             if args.format == "json":
                 print(json.dumps(records, indent=2))
             else:

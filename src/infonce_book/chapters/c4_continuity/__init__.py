@@ -8,10 +8,13 @@ classes' sizes among them) next to its models and passes both to the runners. Mo
 (a configuration in, a tidy table out, cached; the predictions; the values the page quotes),
 :mod:`.ledger` (the claims-ledger records and their verdict rules) and :mod:`.figures`
 (``fig_*``); the two side claims (temperature and norms; dimension) in :mod:`.side_claims`
-(runners; their records in :mod:`.ledger`, their figures in :mod:`.figures`). Every name the page uses is re-exported here.
+(runners; their records in :mod:`.ledger`, their figures in :mod:`.figures`; the design of their
+replications, pilots and power calculations, in :mod:`.design`, their records in :mod:`.replications`). Every name the page uses is re-exported here.
 """
 
+from ...experiment.prose import join_words
 from .config import SIZES, STEM, ContinuitySetup, SideClaimsSetup, setup
+from .design import PILOTS, REPLICATION_SEED, aligned_concentration, alignment, replication_design, seeds_for_power
 from .figures import (
     fig_continuity_ratios,
     fig_dimension_sweep,
@@ -28,6 +31,13 @@ from .ledger import (
     ledger_rademacher,
     ledger_segments,
     ledger_temperature,
+)
+from .replications import (
+    ledger_dimension_replication,
+    ledger_temperature_replication,
+    replication_table,
+    replication_taus,
+    resolved_taus,
 )
 from .runners import (
     PERTURBATIONS,
@@ -47,9 +57,10 @@ from .runners import (
     radius_glue,
     sparse_average_ratio_limit,
 )
-from .side_claims import dimension_sweep, temperature_constants, temperature_sweep
+from .side_claims import dimension_gap_replication, dimension_sweep, temperature_constants, temperature_sweep
 
-__all__ = ["HEADERS", "PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "SideClaimsSetup", "dimension_sweep",
+__all__ = ["alignment", "replication_table", "join_words", "PILOTS", "REPLICATION_SEED", "replication_taus", "aligned_concentration", "replication_design", "seeds_for_power", "ledger_dimension_replication",
+           "ledger_temperature_replication", "resolved_taus", "dimension_gap_replication", "HEADERS", "PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "SideClaimsSetup", "dimension_sweep",
            "fig_dimension_sweep", "fig_temperature_sweep", "ledger_dimension", "ledger_temperature",
            "temperature_constants", "temperature_sweep", "complexity_glue", "complexity_table", "crossover_k",
            "embedding_segments", "exercise_numbers", "expected_max_norm", "fig_continuity_ratios", "fig_idea",

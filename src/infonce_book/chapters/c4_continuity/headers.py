@@ -48,6 +48,14 @@ HEADERS = {
         "gap_mean": "mean gap",
         "gap_high": "upper end of gap",
     },
+    "dimension_replication": {
+        "dim": "$d$",
+        "kappa": "$\\kappa_d$",
+        "gap_mean": "mean gap",
+        "diff": "gap minus gap at $d_0$",
+        "diff_low": "lower end",
+        "diff_high": "upper end",
+    },
     #: The input laws and the classes of the two side-claim tables, as the page names them.
     "laws": {"gaussian": "Gaussian", "student_t": "Student-$t$", "vmf": "sphere (vMF)"},
     "classes": {"frobenius": "$\\lVert W\\rVert_F \\le b$", "normalised": "$\\lVert A - I\\rVert_F \\le r$"},

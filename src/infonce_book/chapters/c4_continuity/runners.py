@@ -13,6 +13,7 @@ from scipy import integrate
 from scipy.special import logsumexp
 
 from ...experiment.cache import cached
+from ...experiment.prose import count_word, join_words
 from ...learning.embeddings import BallLinear, BallMLP, NormalisedLinear, loss_per_tuple, reference_embedding
 from ...learning.rademacher import empirical_rademacher
 from ...losses import info_nce_from_similarities
@@ -441,7 +442,8 @@ def radius_glue(table: pd.DataFrame) -> dict:
     of the largest to the smallest."""
     ratios = table.ratio.to_numpy()
     text = ", ".join(f"{v:.3f} (r = {r:g})" for r, v in zip(table.radius, ratios))
-    return {"ratios": text, "spread": float(ratios.max() / ratios.min())}
+    return {"ratios": text, "spread": float(ratios.max() / ratios.min()),
+            "radii": join_words([f"{r:g}" for r in table.radius]), "n_radii": count_word(len(table))}
 
 
 def exercise_numbers(setup: ContinuitySetup, euclidean_model) -> dict:

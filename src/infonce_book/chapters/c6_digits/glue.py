@@ -132,5 +132,5 @@ def false_negative_summary(fn: dict) -> dict:
                         "fn_inc_high": float(r.increase_high), "fn_per": float(r.per_fn),
                         "fn_old_bias": float(r.per_fn) * scale, "fn_old_bias_low": float(r.per_fn_low) * scale,
                         "fn_old_bias_high": float(r.per_fn_high) * scale}
-    return {**by_tau_role(per_tau), "fn_k": k,
+    return {**by_tau_role(per_tau), "fn_k": k, "fn_pool_small": OLD_N_HELDOUT, "fn_pool_large": OLD_N_TRAIN,
             "fn_heuristic": math.log(2.0) * k * (1 / OLD_N_HELDOUT - 1 / OLD_N_TRAIN)}
