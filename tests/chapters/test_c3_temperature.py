@@ -93,7 +93,7 @@ def test_the_opening_diagram_labels_each_temperature_with_its_kl():
     import re
 
     fig = chapter.fig_idea(taus=(2.0, 0.5))
-    labels = [t.get_text() for t in fig.axes[0].texts if "KL" in t.get_text()]
+    labels = [t.get_text() for t in fig.legends[0].get_texts() if "KL" in t.get_text()]  # the legend below
     assert len(labels) == 2
     for tau, label in zip((2.0, 0.5), labels):
         kl, bound = (float(v) for v in re.search(r"KL \$= ([0-9.]+)\$ \(bound \$([0-9.]+)\$\)", label).groups())

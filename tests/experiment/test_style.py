@@ -70,6 +70,7 @@ def test_glue_figure_displays_interactively_but_not_under_the_pipeline(glued, mo
     displayed_meta = []
     monkeypatch.setattr(style, "display", lambda obj, metadata=None: (displayed.append(obj),
                                                                       displayed_meta.append(metadata)))
+    style.use_book_style()  # a figure drawn for the column: glue_figure checks its size
     fig, ax = plt.subplots()
     ax.set_title(r"$\kappa=4$")
     fig.suptitle("vMF")
@@ -77,7 +78,8 @@ def test_glue_figure_displays_interactively_but_not_under_the_pipeline(glued, mo
     assert (displayed == [fig]) is shown
     if shown:  # the titles travel with the displayed PNG, which cannot show them to a test
         assert displayed_meta == [{"infonce_book": {"figure": "c9-fig", "titles": ["vMF", r"$\kappa=4$"]}}]
-    assert glued == [("c9-fig", fig, False)]  # glued hidden either way: {glue:figure} places it
+    assert [(n, type(v), d) for n, v, d in glued] == [("c9-fig", style.GluedFigure, False)]  # glued hidden
+    # either way: {glue:figure} places it
     assert not plt.fignum_exists(fig.number)  # closed: the inline backend does not show it again
 
 

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from ...experiment.style import PALETTE
+from ...experiment.style import COLUMN_WIDTH_IN, PALETTE, legend_below, legend_in, panel_grid
 from ...theory.stats import Estimate, normal_quantile
 
 __all__ = ["fig_continuity_ratios", "fig_dimension_sweep", "fig_idea", "fig_lipschitz_vs_k", "fig_rademacher_sweeps",
@@ -16,6 +16,8 @@ __all__ = ["fig_continuity_ratios", "fig_dimension_sweep", "fig_idea", "fig_lips
 
 _KIND_STYLE = {"average": ("C0", "o", "average form"), "max": ("C1", "s", "max form"),
                "dv": ("C2", "^", "Donsker-Varadhan form"), "embedding": ("C3", "D", r"embedding form ($\Lambda_\star$)")}
+#: The line style of each form (greyscale: marker and line style tell the forms apart).
+_KIND_LS = {"average": "-", "max": "--", "dv": ":", "embedding": "-."}
 
 #: The models and inputs as the page names them.
 _NAMES = {"gaussian": "Gaussian", "vmf": "vMF", "student_t": "Student $t$", "sphere": "sphere"}
@@ -34,24 +36,21 @@ def fig_continuity_ratios(table, tau: float):
     """
     models = list(dict.fromkeys(table.model))
     perts = list(dict.fromkeys(table.perturbation))
-    fig, axes = plt.subplots(len(models), len(perts), figsize=(3.3 * len(perts), 2.9 * len(models)),
-                             sharex=True, squeeze=False)
-    for i, model in enumerate(models):
-        for j, pert in enumerate(perts):
-            ax = axes[i, j]
-            sub = table[(table.model == model) & (table.perturbation == pert)].sort_values("k")
-            for kind in ("average", "max", "dv"):
-                color, marker, label = _KIND_STYLE[kind]
-                ax.loglog(sub.k, sub[f"ratio_{kind}_mean"], marker=marker, color=color, ms=4, label=label)
-            ax.axhline(1.0, color="k", lw=0.8)
-            ax.set_title(rf"{_name(model)}, {_name(pert)}, $\tau = {tau:g}$")
-            if i == len(models) - 1:
-                ax.set_xlabel("negatives $k$")
-            if j == 0:
-                ax.set_ylabel("bound / actual change")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize="small", frameon=False)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    cells = [(m, q) for m in models for q in perts]
+    fig, axes, _ = panel_grid(len(cells), panel_height=2.5, extra_height=0.4, sharex=True)
+    for i, (ax, (model, pert)) in enumerate(zip(axes, cells)):
+        sub = table[(table.model == model) & (table.perturbation == pert)].sort_values("k")
+        for kind in ("average", "max", "dv"):
+            color, marker, label = _KIND_STYLE[kind]
+            ax.loglog(sub.k, sub[f"ratio_{kind}_mean"], marker=marker, ls=_KIND_LS[kind], color=color, ms=5,
+                      label=label)
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_title(rf"{_name(model)}, {_name(pert)}, $\tau = {tau:g}$")
+        if i >= len(cells) - 2:
+            ax.set_xlabel("negatives $k$")
+        if i % 2 == 0:
+            ax.set_ylabel("bound / change")
+    legend_below(fig, *axes[0].get_legend_handles_labels(), ncol=3)
     return fig
 
 
@@ -62,23 +61,21 @@ def fig_lipschitz_vs_k(table, tau: float):
     Args: table from :func:`~.runners.lipschitz_constants`.
     """
     data = list(dict.fromkeys(table.data))
-    fig, axes = plt.subplots(1, len(data), figsize=(4.6 * len(data), 3.6), sharey=True, squeeze=False)
-    for ax, name in zip(axes[0], data):
+    fig, axes, _ = panel_grid(len(data), panel_height=3.0, extra_height=0.8, sharey=True)
+    for ax, name in zip(axes, data):
         for kind in ("average", "max", "embedding"):
             color, marker, label = _KIND_STYLE[kind]
             sub = table[(table.data == name) & (table.kind == kind)].sort_values("k")
-            ax.errorbar(sub.k, sub["mean"], yerr=normal_quantile(0.95) * sub.se, fmt=marker, color=color, ms=4,
+            ax.errorbar(sub.k, sub["mean"], yerr=normal_quantile(0.95) * sub.se, fmt=marker, color=color, ms=5,
                         capsize=3, label=f"{label}: measured")
             if sub.predicted.notna().any():
-                ax.plot(sub.k, sub.predicted, "-", color=color, lw=1, label=f"{label}: predicted")
+                ax.plot(sub.k, sub.predicted, ls=_KIND_LS[kind], color=color, lw=1.2, label=f"{label}: predicted")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("negatives $k$")
         ax.set_title(rf"{_name(name)} inputs, $\tau = {tau:g}$")
-    axes[0, 0].set_ylabel(r"$\mathbb{E}\,\Lambda(z)$ (nats per unit of $\theta$)")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
-    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    axes[0].set_ylabel(r"$\mathbb{E}\,\Lambda(z)$ (nats per unit of $\theta$)")
+    legend_below(fig, *axes[0].get_legend_handles_labels(), ncol=2)
     return fig
 
 
@@ -89,12 +86,12 @@ def fig_rademacher_sweeps(table, tau: float, n_fit: tuple | None = None):
     Args: table from :func:`~.runners.rademacher_estimates`; ``n_fit``: optional ``(slope, intercept)`` of
     log R_n on log n (:func:`~infonce_book.theory.stats.fit_loglog_line`), drawn as a line.
     """
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    fig, axes, rest = panel_grid(3, panel_height=2.9)
     for ax, (sweep, xlabel) in zip(axes, [("n", "tuples $n$"), ("k", "negatives $k$"), ("d", "dimension $d$")]):
         sub = table[table.sweep == sweep].sort_values(sweep if sweep != "d" else "dim")
         x = sub["dim"] if sweep == "d" else sub[sweep]
         ax.errorbar(x, sub.value, yerr=[sub.value - sub.ci_low, sub.ci_high - sub.value], fmt="o", color="k",
-                    ms=4, capsize=3, label=r"$\hat R_n$ (lower estimate)")
+                    ms=5, capsize=3, label=r"$\hat R_n$ (lower estimate)")
         ax.plot(x, sub.bound_avg, "--", marker="o", mfc="none", color="C0", label="covering, average form")
         ax.plot(x, sub.bound_max, ":", marker="s", mfc="none", color="C1", lw=2, label="covering, max form")
         ax.plot(x, sub.bound_embedding, "-.", marker="^", mfc="none", color="C2", label="covering, embedding form")
@@ -108,10 +105,8 @@ def fig_rademacher_sweeps(table, tau: float, n_fit: tuple | None = None):
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
         ax.set_title(rf"against ${sweep}$, $\tau = {tau:g}$")
-    axes[0].set_ylabel("nats")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
-    fig.tight_layout(rect=(0, 0.16, 1, 1))
+        ax.set_ylabel("nats")
+    legend_in(rest[0], *axes[0].get_legend_handles_labels())
     return fig
 
 
@@ -152,27 +147,27 @@ def fig_idea(k: int = 12, beta: float = 1.0, eps: float = 0.05, seed: int = 0):
     avg = lambda h: abs(h[0]) + np.exp(2 * beta) / (k + 1) * np.abs(h[1:]).sum()  # noqa: E731
     mx = lambda h: abs(h[0]) + np.abs(h[1:]).max()  # noqa: E731
     colors = sns.color_palette(PALETTE)
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.0), gridspec_kw={"width_ratios": [1, 1.3]})
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(COLUMN_WIDTH_IN, 5.8), layout="constrained",
+                                 gridspec_kw={"height_ratios": [1, 1.1]})
     t = np.linspace(0, 2 * np.pi, 200)
     ax.plot(np.cos(t), np.sin(t), color="0.7", lw=1)
     ax.scatter([1], [0], s=90, marker="*", color="k", zorder=3)
-    ax.annotate(r"anchor $\mathbf{u}$", (1, 0), xytext=(1.08, -0.12))
-    ax.scatter([np.cos(angles[0])], [np.sin(angles[0])], s=2400 * p[0], color=colors[2], zorder=3)
-    ax.annotate(r"positive $\mathbf{v}_0$", (np.cos(angles[0]), np.sin(angles[0])), xytext=(1.0, 0.55))
+    ax.annotate(r"anchor $\mathbf{u}$", (1, 0), xytext=(1.12, -0.12))
+    ax.scatter([np.cos(angles[0])], [np.sin(angles[0])], s=2400 * p[0], color=colors[2], marker="s", zorder=3)
+    ax.annotate(r"positive $\mathbf{v}_0$", (np.cos(angles[0]), np.sin(angles[0])), xytext=(1.15, 0.45))
     ax.scatter(np.cos(angles[1:]), np.sin(angles[1:]), s=2400 * p[1:], color=colors[0], zorder=3,
-               label=r"negatives $\mathbf{v}_j$ (area $\propto p_j$)")
+               label="negatives $\\mathbf{v}_j$\n(area $\\propto p_j$)")
     a0 = angles[top]
     a1 = a0 - 0.3 * np.sign(np.sin(a0))  # towards the anchor
     ax.annotate("", xy=(1.18 * np.cos(a1), 1.18 * np.sin(a1)), xytext=(1.18 * np.cos(a0), 1.18 * np.sin(a0)),
                 arrowprops={"arrowstyle": "->", "color": colors[3], "lw": 1.5})
     ax.annotate("one negative moves", (1.2 * np.cos(a0), 1.2 * np.sin(a0)), color=colors[3],
-                xytext=(1.25 * np.cos(a0) - 0.4, 1.25 * np.sin(a0) + 0.12))
+                xytext=(0.95, 1.05))
     ax.set_aspect("equal")
-    ax.set_xlim(-1.45, 1.6)
-    ax.set_ylim(-1.45, 1.45)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.legend(loc="lower center", fontsize="small", frameon=False, bbox_to_anchor=(0.5, -0.16))
+    ax.set_xlim(-1.4, 3.3)
+    ax.set_ylim(-1.3, 1.3)
+    ax.axis("off")
+    ax.legend(loc="center left", frameon=False, bbox_to_anchor=(0.62, 0.2), handletextpad=0.3)
     ax.set_title(rf"$k = {k}$ negatives, $\beta = {beta:g}$")
     groups = [("sparse: one negative", sparse), ("dense: every similarity", dense)]
     width = 0.26
@@ -186,14 +181,13 @@ def fig_idea(k: int = 12, beta: float = 1.0, eps: float = 0.05, seed: int = 0):
                          "average form": avg(h), "max form": mx(h)}[name] / eps)
         bars = bx.bar(np.arange(2) + (i - 1) * width, vals, width, color=style, hatch=hatch,
                       edgecolor="k", lw=0.5, label=name)
-        bx.bar_label(bars, fmt="%.2g", fontsize="small", padding=2)
+        bx.bar_label(bars, fmt="%.2g", padding=2)
     bx.set_yscale("log")
     bx.set_ylim(top=4 * bx.get_ylim()[1])
     bx.set_xticks(range(2), [g for g, _ in groups])
-    bx.set_ylabel(r"$|\ell(s') - \ell(s)|$ and its bounds, in units of $\beta\varepsilon$")
-    bx.legend(fontsize="small", loc="upper left", ncols=3)
-    bx.set_title(r"what each form charges for the move")
-    fig.tight_layout()
+    bx.set_ylabel(r"$|\ell(s') - \ell(s)|$ and bounds" + "\n" + r"(units of $\beta\varepsilon$)")
+    bx.legend(loc="upper left", ncols=3, handlelength=1.2, columnspacing=1.0)
+    bx.set_title("what each form charges for the move")
     return fig
 
 
@@ -210,7 +204,7 @@ def fig_temperature_sweep(table):
     expected gap) against ``beta``. Log-log axes. Args: table from
     :func:`~.side_claims.temperature_sweep`."""
     colours = sns.color_palette(PALETTE, len(_LAWS))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(COLUMN_WIDTH_IN, 3.8), layout="constrained")
     for colour, (name, (marker, label)) in zip(colours, _LAWS.items()):
         sub = table[table.data == name]
         if not len(sub):
@@ -224,17 +218,16 @@ def fig_temperature_sweep(table):
         bound = [2.0 * float(sub[sub.beta == b].complexity.iloc[0]) for b in betas]
         axes[1].plot(betas, bound, marker + "--", color=colour, ms=5, label=label)
     axes[0].set_yscale("symlog", linthresh=1e-3)
-    axes[0].set_ylabel(r"gap $L_k(\hat\phi) - \hat L_{n,k}(\hat\phi)$ (nats)")
-    axes[0].set_title("measured gap (95% intervals over seeds)")
+    axes[0].set_ylabel(r"$L_k(\hat\phi) - \hat L_{n,k}(\hat\phi)$ (nats)")
+    axes[0].set_title("measured gap")
     axes[1].set_yscale("log")
     axes[1].set_ylabel(r"$2 \times$ complexity term (nats)")
-    axes[1].set_title("the bound on the expected gap")
+    axes[1].set_title("bound on the expected gap")
     for ax in axes:
         ax.set_xscale("log")
         ax.set_xticks(betas, [f"{b:g}" for b in betas])
-        ax.set_xlabel(r"inverse temperature $\beta = 1/\tau$")
-    axes[0].legend(fontsize="small", loc="upper left")
-    fig.tight_layout()
+        ax.set_xlabel(r"$\beta = 1/\tau$")
+    legend_below(fig, *axes[0].get_legend_handles_labels(), ncol=2)
     return fig
 
 
@@ -244,7 +237,7 @@ def fig_dimension_sweep(table):
     without one) against d; right: the mean gap of trained embeddings (95% intervals over seeds).
     Args: table from :func:`~.side_claims.dimension_sweep`."""
     colours = sns.color_palette(PALETTE, len(_CLASSES))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(COLUMN_WIDTH_IN, 4.4), layout="constrained")
     for colour, (cls, (marker, label)) in zip(colours, _CLASSES.items()):
         sub = table[table.cls == cls].sort_values("dim")
         axes[0].errorbar(sub.dim, sub.value, yerr=[sub.value - sub.ci_low, sub.ci_high - sub.value],
@@ -253,16 +246,15 @@ def fig_dimension_sweep(table):
         axes[1].errorbar(sub.dim, sub.gap_mean, yerr=[sub.gap_mean - sub.gap_low, sub.gap_high - sub.gap_mean],
                          fmt=marker + "-", color=colour, ms=5, capsize=3, label=label)
     dims = sorted(table.dim.unique())
+    handles, labels = axes[0].get_legend_handles_labels()
     axes[0].set_yscale("log")
     axes[0].set_ylabel("nats")
-    axes[0].set_title(r"complexity $\hat R_n$ (lower estimates) and bounds")
-    axes[1].set_ylabel(r"gap $L_k(\hat\phi) - \hat L_{n,k}(\hat\phi)$ (nats)")
-    axes[1].set_title("measured gap (95% intervals over seeds)")
+    axes[0].set_title(r"complexity $\hat R_n$ and bounds")
+    axes[1].set_ylabel(r"$L_k(\hat\phi) - \hat L_{n,k}(\hat\phi)$ (nats)")
+    axes[1].set_title("measured gap")
     for ax in axes:
         ax.set_xscale("log", base=2)
         ax.set_xticks(dims, [f"{d:g}" for d in dims])
-        ax.set_xlabel(r"embedding dimension $d$ (data on $S^{d-1}$)")
-    axes[0].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
-    axes[1].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3))
-    fig.tight_layout()
+        ax.set_xlabel(r"dimension $d$")
+    legend_below(fig, handles, labels, ncol=1)
     return fig

@@ -7,19 +7,22 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
+from matplotlib.lines import Line2D
 
-from ...experiment.style import PALETTE
+from ...experiment.style import COLUMN_WIDTH_IN, PALETTE, legend_below, legend_in, panel_grid
 from ...theory.stats import normal_quantile
 
 __all__ = ["fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms", "fig_gap_vs_n",
            "fig_idea"]
 
 
-#: The lines of :func:`fig_bounds_vs_n`: (column, label, marker, line style, colour).
+#: The lines of :func:`fig_bounds_vs_n`: (column, label, marker, line style, colour). Each has
+#: its own marker and line style, so that the five read apart in greyscale (the captions name
+#: them by marker).
 _BOUND_LINES = (("sharp_bound", "sharp uniform bound", "o", "-", "C0"),
-                ("pb_bound", "PAC-Bayes-kl (randomised)", "v", "-", "C4"),
-                ("bern_bound", "PAC-Bayes-Bernstein (randomised)", "^", "-", "C2"),
-                ("det_bound", "derandomised (the trained embedding)", "D", "-", "C1"),
+                ("pb_bound", "PAC-Bayes-kl (randomised)", "v", (0, (3, 1, 1, 1, 1, 1)), "C4"),
+                ("bern_bound", "PAC-Bayes-Bernstein (randomised)", "^", (0, (1, 1)), "C2"),
+                ("det_bound", "derandomised (trained embedding)", "D", (0, (6, 2)), "C1"),
                 ("ho_bound", "hold-out (trained on half)", "s", "--", "C5"))
 
 
@@ -37,32 +40,27 @@ def fig_bounds_vs_n(summary, model: str = "vmf"):
     """
     sub = summary[summary.model == model]
     taus, ks = sorted(sub.tau.unique()), sorted(sub.k.unique())
-    fig, axes = plt.subplots(len(taus), len(ks), figsize=(3.7 * len(ks), 3.3 * len(taus)), squeeze=False,
-                             sharex=True)
-    for i, tau in enumerate(taus):
-        for j, k in enumerate(ks):
-            ax = axes[i, j]
-            cell = sub[np.isclose(sub.tau, tau) & (sub.k == k)].sort_values("n")
-            if len(cell) < 2:
-                ax.axis("off")
-                continue
-            for col, label, marker, ls, colour in _BOUND_LINES:
-                if col in cell and cell[col].notna().any():
-                    ax.plot(cell.n, cell[col], marker=marker, ls=ls, color=colour, ms=4, label=label)
-            ax.plot(cell.n, cell.search_ce, "ko:", ms=3, label=r"measured $\mathbb{E}H - \log k$")
-            ax.plot(cell.n, cell.oracle_measured, color="0.3", ls="-.", lw=1, label="oracle (the identity)")
-            ax.axhline(0.0, color="k", lw=1.2, label="uniform search")
-            ax.axhline(2.0 / tau, color="0.5", ls="--", lw=1, label=r"range cap $2\beta$")
-            ax.set_xscale("log", base=2)
-            ax.set_ylim(min(-0.6, float(cell.oracle_measured.min()) - 0.1), 2.0 / tau + 0.3)
-            ax.set_title(rf"$k = {int(k)}$, $\tau = {tau:g}$")
-            if i == len(taus) - 1:
-                ax.set_xlabel(r"training tuples $n$")
-            if j == 0:
-                ax.set_ylabel("nats")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize="small", frameon=False)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    cells = [(tau, k) for tau in taus for k in ks
+             if (sub[np.isclose(sub.tau, tau) & (sub.k == k)].n.nunique() >= 2)]
+    fig, axes, _ = panel_grid(max(len(cells), 1), panel_height=2.7, extra_height=1.4, sharex=True)
+    for i, (ax, (tau, k)) in enumerate(zip(axes, cells)):
+        cell = sub[np.isclose(sub.tau, tau) & (sub.k == k)].sort_values("n")
+        for col, label, marker, ls, colour in _BOUND_LINES:
+            if col in cell and cell[col].notna().any():
+                ax.plot(cell.n, cell[col], marker=marker, ls=ls, color=colour, ms=5, mfc="white", mew=1.5,
+                        label=label)
+        ax.plot(cell.n, cell.search_ce, "kx:", ms=6, lw=1.5, label=r"measured $\mathbb{E}H - \log k$")
+        ax.plot(cell.n, cell.oracle_measured, color="0.3", ls="-.", lw=1, label="oracle (the identity)")
+        ax.axhline(0.0, color="k", lw=1.2, label="uniform search")
+        ax.axhline(2.0 / tau, color="0.5", ls="--", lw=1, label=r"range cap $2\beta$")
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(min(-0.6, float(cell.oracle_measured.min()) - 0.1), 2.0 / tau + 0.3)
+        ax.set_title(rf"$k = {int(k)}$, $\tau = {tau:g}$")
+        if i >= len(cells) - 2:
+            ax.set_xlabel(r"training tuples $n$")
+        if i % 2 == 0:
+            ax.set_ylabel("nats")
+    legend_below(fig, *axes[0].get_legend_handles_labels(), ncol=2)
     return fig
 
 
@@ -74,26 +72,26 @@ def fig_certificates_vs_k(summary, n: int, tau: float, model: str = "vmf"):
     Args: table from :func:`~.tables.bound_summary`.
     """
     sub = summary[(summary.model == model) & (summary.n == n) & np.isclose(summary.tau, tau)].sort_values("k")
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH_IN, 4.6), layout="constrained")
     for col, label, marker, ls, colour in _BOUND_LINES[1:]:
         slack = f"{col.split('_')[0]}_slack"
         if slack in sub and sub[slack].notna().any():
-            ax1.plot(sub.k, sub[slack], marker=marker, ls=ls, color=colour, ms=5, label=label)
+            ax1.plot(sub.k, sub[slack], marker=marker, ls=ls, color=colour, ms=5, mfc="white", mew=1.5, label=label)
     ax1.plot(sub.k, sub.bias_sharp, "k:", marker="x", label=r"$b^\star_k$ (sharp search bias)")
     ax1.set_xscale("log", base=2)
     ax1.set_xlabel(r"negatives $k$")
     ax1.set_ylabel("slack (nats)")
     ax1.set_ylim(bottom=0)
-    ax1.set_title(rf"certificate $-$ measured, $n = {n:,}$, $\tau = {tau:g}$")
-    fig.legend(*ax1.get_legend_handles_labels(), loc="lower center", ncol=3, fontsize="small", frameon=False)
+    ax1.set_title("certificate $-$ measured,\n" + rf"$n = {n:,}$, $\tau = {tau:g}$")
     ax2.plot(sub.k, sub.var_std, "o-", color="C0", label=r"$\mathrm{Var}(\ell_k - \log k)$")
     ax2.plot(sub.k, sub.var_dec, "s--", color="C3", label=r"$\mathrm{Var}(\ell^{\mathrm{dec}}_k - \log k)$")
     ax2.set_xscale("log", base=2)
     ax2.set_xlabel(r"negatives $k$")
     ax2.set_ylabel(r"nats$^2$")
-    ax2.set_title("the spread of the loss")
-    ax2.legend(fontsize="small")
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    ax2.set_title("the spread\nof the loss")
+    handles, labels = ax1.get_legend_handles_labels()
+    handles2, labels2 = ax2.get_legend_handles_labels()
+    legend_below(fig, handles + handles2, labels + labels2, ncol=2)
     return fig
 
 
@@ -104,7 +102,7 @@ def fig_gap_vs_k(table, margin: float, p_eff: float = 5.0):
 
     Args: table from :func:`~.gap_sweep.gap_k_sweep`.
     """
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 4.2), layout="constrained")
     for _, sub in table.groupby("seed"):
         sub = sub.sort_values("k")
         ax.plot(sub.k, sub.n_gap_cv, color="0.75", lw=0.8)
@@ -121,8 +119,8 @@ def fig_gap_vs_k(table, margin: float, p_eff: float = 5.0):
     ax.set_xlabel(r"negatives $k$")
     ax.set_ylabel(r"$n \times$ gap of ERM")
     ax.set_title(rf"exact ERM, $n = {int(table.n.iloc[0]):,}$, nested negatives")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
+    handles, labels = ax.get_legend_handles_labels()
+    legend_below(fig, [Line2D([], [], color="0.75", lw=0.8)] + handles, ["one seed"] + labels, ncol=2)
     return fig
 
 
@@ -137,15 +135,15 @@ def fig_theorem1_terms(summary, model: str = "vmf", tau: float | None = None):
     tau = sub.tau.min() if tau is None else tau
     sub = sub[np.isclose(sub.tau, tau)]
     ks = sorted(sub.k.unique())
-    fig, axes = plt.subplots(1, len(ks), figsize=(3.6 * len(ks), 3.3), squeeze=False, sharey=True)
-    for ax, k in zip(axes[0], ks):
+    fig, axes, rest = panel_grid(len(ks), panel_height=3.0, extra_height=0.0 if len(ks) % 2 else 1.5, sharey=True)
+    for ax, k in zip(axes, ks):
         cell = sub[sub.k == k].sort_values("n")
         pos = np.arange(len(cell))
         bottom, neg = np.zeros(len(cell)), np.zeros(len(cell))
         for i, term in enumerate(terms):
             vals = cell[term].fillna(0.0).to_numpy()
             base = np.where(vals >= 0, bottom, neg)
-            ax.bar(pos, vals, bottom=base, color=f"C{i}", hatch=("", "//", "..", "xx")[i],
+            ax.bar(pos, vals, bottom=base, color=f"C{i}", hatch=("", "//", "..", "xx")[i], edgecolor="white",
                    label=term.replace("sharp_", "").replace("_", " "))
             bottom, neg = np.where(vals >= 0, bottom + vals, bottom), np.where(vals < 0, neg + vals, neg)
         ax.plot(pos, cell.sharp_bound, "D", color="k", mfc="white", ms=6, label="bound (sum of the terms)")
@@ -155,10 +153,13 @@ def fig_theorem1_terms(summary, model: str = "vmf", tau: float | None = None):
         ax.set_xticks(pos, [str(int(v)) for v in cell.n])
         ax.set_xlabel("training tuples $n$")
         ax.set_title(rf"{_MODEL_NAMES.get(model, model)}, $k = {int(k)}$, $\tau = {tau:g}$")
-    axes[0, 0].set_ylabel("nats")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize="small", frameon=False)
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    for ax in axes[::2]:
+        ax.set_ylabel("nats")
+    handles, labels = axes[0].get_legend_handles_labels()
+    if rest:
+        legend_in(rest[0], handles, labels)
+    else:
+        legend_below(fig, handles, labels, ncol=2)
     return fig
 
 
@@ -168,16 +169,17 @@ def fig_gap_vs_n(summary, tau_star: float, p_eff: float = 5.0, sphere: str = "vm
 
     Args: table from :func:`~.tables.gap_summary`.
     """
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH_IN, 4.8), layout="constrained")
     vmf = summary[summary.model == sphere]
     q = normal_quantile(0.95)
     for i, ((tau, k), sub) in enumerate(vmf.groupby(["tau", "k"])):
         sub = sub.sort_values("n")
         label = rf"$\tau = {tau:g}$, $k = {k}$"
         marker = "osD^v"[i % 5]
-        ax1.errorbar(sub.n, sub.gap_cv, yerr=q * sub.gap_cv_se, fmt=marker + "-", color=f"C{i}", ms=4, capsize=3,
+        ls = ("-", "-.", ":", "-", "-.")[i % 5]
+        ax1.errorbar(sub.n, sub.gap_cv, yerr=q * sub.gap_cv_se, fmt=marker + ls, color=f"C{i}", ms=5, capsize=3,
                      label=label)
-        ax2.errorbar(sub.n, sub.n_gap_cv, yerr=q * sub.n_gap_cv_se, fmt=marker + "-", color=f"C{i}", ms=4, capsize=3,
+        ax2.errorbar(sub.n, sub.n_gap_cv, yerr=q * sub.n_gap_cv_se, fmt=marker + ls, color=f"C{i}", ms=5, capsize=3,
                      label=label)
     ns = np.array([vmf.n.min(), vmf.n.max()], dtype=float)
     ax1.plot(ns, p_eff / ns, "k--", label=rf"${p_eff:g}/n$ (prediction at $\tau = {tau_star:g}$)")
@@ -191,8 +193,7 @@ def fig_gap_vs_n(summary, tau_star: float, p_eff: float = 5.0, sphere: str = "vm
     ax2.set_xlabel("training tuples $n$")
     ax2.set_ylabel(r"$n \times \mathbb{E}[\mathrm{gap}]$")
     handles, labels = ax1.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
-    fig.tight_layout(rect=(0, 0.2, 1, 1))
+    legend_below(fig, handles, labels, ncol=2)
     return fig
 
 
@@ -207,36 +208,35 @@ def fig_idea():
     for the relative entropy of a posterior around the trained parameters to a prior fixed in
     advance, and a curvature step carries it back to the trained parameters (right)."""
     colors = sns.color_palette(PALETTE)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(COLUMN_WIDTH_IN, 3.4), layout="constrained")
     trained, worst = np.array([0.28, 0.18]), np.array([-0.72, -0.69])
     for ax in axes:
         ax.fill(np.cos(np.linspace(0, 2 * np.pi, 200)), np.sin(np.linspace(0, 2 * np.pi, 200)),
                 color="0.93", zorder=0)
         _circle(ax, (0, 0), 1.0, color="0.4", lw=1.2)
-        ax.annotate(r"the class $\Theta$", (0.0, -1.0), xytext=(-0.35, -1.2))
+        ax.annotate(r"the class $\Theta$", (0.0, -1.0), xytext=(-0.45, -1.25))
         ax.scatter(*trained, marker="*", s=160, color="k", zorder=4)
-        ax.annotate(r"trained $\hat\theta$", trained, xytext=(trained[0] + 0.08, trained[1] - 0.16))
+        ax.annotate(r"$\hat\theta$", trained, xytext=(trained[0] + 0.08, trained[1] - 0.2))
         ax.set_aspect("equal")
-        ax.set_xlim(-1.35, 1.35)
-        ax.set_ylim(-1.35, 1.35)
+        ax.set_xlim(-1.3, 1.3)
+        ax.set_ylim(-1.4, 1.3)
         ax.set_xticks([])
         ax.set_yticks([])
     left, right = axes
     left.scatter(*worst, marker="X", s=90, color=colors[3], zorder=4)
-    left.annotate("the worst parameter\nof the class", worst, xytext=(-1.25, 0.55), color=colors[3],
+    left.annotate("the worst\nparameter", worst, xytext=(-1.2, 0.4), color=colors[3],
                   arrowprops={"arrowstyle": "->", "color": colors[3]})
-    left.set_title(r"uniform bound: pays for the worst $\theta \in \Theta$")
+    left.set_title("uniform bound: pays for\n" + r"the worst $\theta \in \Theta$")
     for r in (0.3, 0.6, 0.9):
         _circle(right, (0, 0), r, color=colors[0], ls="--", lw=1)
     box = {"fc": "white", "ec": "none", "alpha": 0.85, "pad": 1.5}
-    right.annotate(r"prior $\varpi$, fixed in advance", (0.0, 0.9), xytext=(-1.2, 1.12), color=colors[0])
+    right.annotate("prior $\\varpi$, fixed\nin advance", (0.0, 0.9), xytext=(-1.2, -0.95), color=colors[0], bbox=box)
     for r in (0.06, 0.12):
         _circle(right, trained, r, color=colors[2], lw=1.5)
-    right.annotate(r"posterior $\varrho$ around $\hat\theta$", trained + 0.1, xytext=(0.12, 0.78),
+    right.annotate(r"posterior $\varrho$", trained + 0.1, xytext=(0.0, 0.72),
                    color=colors[2], bbox=box, arrowprops={"arrowstyle": "->", "color": colors[2]})
     right.annotate("", xy=trained, xytext=(0, 0), arrowprops={"arrowstyle": "->", "color": colors[1], "lw": 1.5})
-    right.annotate(r"price $\mathrm{KL}(\varrho\,\Vert\,\varpi)/n$", (0.1, 0.05), xytext=(-0.2, -0.45),
+    right.annotate("price\n" + r"$\mathrm{KL}(\varrho\,\Vert\,\varpi)/n$", (0.1, 0.05), xytext=(-1.2, -0.1),
                    color=colors[1], bbox=box)
-    right.set_title(r"PAC-Bayes: pays for $\varrho$'s distance to $\varpi$")
-    fig.tight_layout()
+    right.set_title("PAC-Bayes: pays for\n" + r"$\varrho$'s distance to $\varpi$")
     return fig
