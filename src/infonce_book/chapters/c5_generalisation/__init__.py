@@ -40,6 +40,7 @@ from .figures import (
 )
 from .gap_sweep import gap_k_sweep, ledger_gap_sweep, per_seed_slopes
 from .headers import HEADERS
+from .theorem1_n import ledger_theorem1_n, theorem1_against_n
 from .ledger import ledger_bound, ledger_gap
 from .prose import (
     cv_ratio_sentence,
@@ -73,7 +74,7 @@ from .tables import (
     slack_table,
 )
 
-__all__ = ["HEADERS",
+__all__ = ["HEADERS", "theorem1_against_n", "ledger_theorem1_n",
            "STEM", "SIZES", "GeneralisationSetup", "setup",
            "PRIOR_SCALES", "POSTERIOR_RATIOS", "canonical_mean",
            "vmf_search_constant", "vmf_ratio_moments", "gaussian_ratio_moments", "smallest_n_below",
