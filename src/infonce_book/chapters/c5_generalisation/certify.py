@@ -32,6 +32,13 @@ from .setup import GeneralisationSetup
 __all__ = ["sharp_bias", "bernstein_columns", "holdout_columns", "variant_columns", "away_centre", "direct_columns"]
 
 
+#: The grid of ``eta`` of the decoupled route's Bernstein certificates: 0.02 * 1.25^j, j = 0..10
+#: (0.02 to 0.19), fixed before the data and inside ``(0, 1/b)`` for every shift of the grid at both
+#: temperatures (``b = 2 beta - c <= 2 beta + 1 <= 5``), as Lemma ``c5-lem-unexpected-bernstein``
+#: requires; the union bound pays log 11.
+DECOUPLED_ETAS = tuple(0.02 * 1.25**j for j in range(11))
+
+
 def sharp_bias(model, k: int, tau: float) -> float:
     """``b*_k`` of the model (nats): the largest ``E H - L_k^dec`` over similarity functions."""
     return float(model.sharp_search_bias([k], tau)[0])
@@ -55,7 +62,8 @@ def _measured(mean, scale, test, model, tau, k, gen) -> dict:
 def _certificate(theta, centre, tuples, tau, setup: GeneralisationSetup, k: int, gen, derandomise: bool) -> dict:
     return bernstein_posterior_certificate(theta, centre, tuples, tau, delta=setup.delta_pb, delta_mc=setup.delta_mc,
                                            pilot_draws=setup.pilot_draws(k), final_draws=setup.final_draws(k),
-                                           generator=gen, derandomise=derandomise, prior_scales=setup.prior_scales)
+                                           generator=gen, derandomise=derandomise, prior_scales=setup.prior_scales,
+                                           etas=DECOUPLED_ETAS)
 
 
 def bernstein_columns(phi, train, test, model, k: int, tau: float, b_star: float, setup: GeneralisationSetup,

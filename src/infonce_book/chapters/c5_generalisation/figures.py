@@ -11,7 +11,7 @@ import seaborn as sns
 from ...experiment.style import PALETTE
 from ...theory.stats import normal_quantile
 
-__all__ = ["fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms", "fig_gap_vs_n",
+__all__ = ["fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms", "fig_gap_vs_n", "fig_direct_slack",
            "fig_idea"]
 
 
@@ -238,5 +238,41 @@ def fig_idea():
     right.annotate(r"price $\mathrm{KL}(\varrho\,\Vert\,\varpi)/n$", (0.1, 0.05), xytext=(-0.2, -0.45),
                    color=colors[1], bbox=box)
     right.set_title(r"PAC-Bayes: pays for $\varrho$'s distance to $\varpi$")
+    fig.tight_layout()
+    return fig
+
+
+def fig_direct_slack(slack, theorem1=None):
+    """Left: where the slack of each direct certificate goes (stacked bars, nats; the table of
+    :func:`~.tables.direct_slack_table`). Right (when ``theorem1`` is given, the table of
+    :func:`~.theorem1_n.theorem1_against_n`): the sharp uniform bound and its terms against n at
+    the headline cell, with the uniform search's 0."""
+    ncols = 1 if theorem1 is None else 2
+    fig, axes = plt.subplots(1, ncols, figsize=(5.2 * ncols, 3.6), squeeze=False)
+    ax = axes[0, 0]
+    parts = [p for p in slack.index if not p.startswith("total")]
+    short = {p: p.split(" $")[0].split(",")[0] for p in parts}
+    bottom = np.zeros(len(slack.columns))
+    for i, p in enumerate(parts):
+        v = slack.loc[p].to_numpy(float)
+        ax.bar(range(len(slack.columns)), v, bottom=bottom, label=short[p], color=f"C{i}")
+        bottom += v
+    ax.set_xticks(range(len(slack.columns)), [c.replace(", ", ",\n") for c in slack.columns], fontsize=8)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_ylabel("nats")
+    ax.set_title("slack of the direct certificates")
+    ax.legend(fontsize=7, loc="upper left")
+    if theorem1 is not None:
+        ax = axes[0, 1]
+        t = theorem1.sort_values("n")
+        for col, label, style in (("bound", "sharp bound", "o-"), ("complexity", "complexity $2R_n$", "s--"),
+                                  ("confidence", "confidence", "^--"), ("empirical_risk", r"empirical risk $-\log k$", "v:")):
+            ax.plot(t.n, t[col], style, label=label)
+        ax.axhline(0, color="black", lw=1.0, label="uniform search")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("$n$")
+        ax.set_ylabel(r"nats of $\mathbb{E}H - \log k$")
+        ax.set_title("Theorem 1 against $n$")
+        ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

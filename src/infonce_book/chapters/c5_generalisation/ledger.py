@@ -165,7 +165,7 @@ def _record_headline(ledger, head: pd.DataFrame, n: int, k: int, tau: float, ora
            "head_oracle_measured": float(head.oracle_measured.mean()), "head_measured": trained.mean,
            "head_measured_low": trained.ci_low, "head_measured_high": trained.ci_high,
            "head_sharp": sharp.mean, "head_sharp_low": sharp.ci_low, "head_sharp_high": sharp.ci_high,
-           "head_seeds": seeds, "head_trivial": 2.0 / tau, "head_old": float(head.old_bound.mean()),
+           "head_seeds": seeds, "head_trivial": 2.0 / tau, "head_var_dec": float(head.var_dec.mean()), "head_old": float(head.old_bound.mean()),
            "head_uniform_risk": float(head.uniform_risk.mean()),
            "head_risk": float(head.test_risk.mean()) - math.log(k),
            "head_complexity_ratio": float(head.old_complexity.mean() / head.sharp_complexity.mean())}
@@ -339,6 +339,8 @@ def _record_variants(ledger, head: pd.DataFrame, base: dict, tag: str, oracle: f
         key = col.removesuffix("_bound")
         out.update({f"v_{key}": est.mean, f"v_{key}_low": est.ci_low, f"v_{key}_high": est.ci_high,
                     f"v_{key}_minus_oracle": est.mean - oracle})
+    if "dir_det_variance" in head and head.dir_det_variance.notna().all():
+        out["v_dir_det_variance"] = float(head.dir_det_variance.mean())
     for col, rid, margin in (("dir_det_bound", "direct-derandomised", DIRECT_DERANDOMISED_MARGIN),
                              ("dir_ho_bound", "direct-hold-out", DIRECT_HOLDOUT_MARGIN)):
         if col not in head or not head[col].notna().all():

@@ -47,7 +47,7 @@ SIZES = {
         "steps": 300, "test_elements": 360_000, "n_test": 20000, "pb_pilot_elements": 36_864,
         "pb_final_elements": 1_800_000, "check_queries": 200_000,
         "direct_pilot": 20_000, "direct_final": 400_000,
-        "theorem1_ns": [2048, 8192, 32768, 65536, 131072], "theorem1_batch": 2048,
+        "theorem1_ns": [2048, 8192, 32768, 65536, 98304, 131072], "theorem1_batch": 2048,
         "gap_sweep": {"n": 512, "ks": [4, 16, 64, 256], "seeds": 12, "n_test": 4000}},
     "full": {"blocks": [
         {"model": "vmf", "taus": ["star", "other"], "ks": [4, 16], "ns": [256, 512, 1024, 2048, 4096, 8192, 16384],
