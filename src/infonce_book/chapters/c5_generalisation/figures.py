@@ -229,15 +229,15 @@ def fig_idea():
     for r in (0.3, 0.6, 0.9):
         _circle(right, (0, 0), r, color=colors[0], ls="--", lw=1)
     box = {"fc": "white", "ec": "none", "alpha": 0.85, "pad": 1.5}
-    right.annotate(r"prior $\varpi$, fixed in advance", (0.0, 0.9), xytext=(-1.2, 1.12), color=colors[0])
+    right.annotate(r"prior $\mathcal{P}$, fixed in advance", (0.0, 0.9), xytext=(-1.2, 1.12), color=colors[0])
     for r in (0.06, 0.12):
         _circle(right, trained, r, color=colors[2], lw=1.5)
     right.annotate(r"posterior $\varrho$ around $\hat\theta$", trained + 0.1, xytext=(0.12, 0.78),
                    color=colors[2], bbox=box, arrowprops={"arrowstyle": "->", "color": colors[2]})
     right.annotate("", xy=trained, xytext=(0, 0), arrowprops={"arrowstyle": "->", "color": colors[1], "lw": 1.5})
-    right.annotate(r"price $\mathrm{KL}(\varrho\,\Vert\,\varpi)/n$", (0.1, 0.05), xytext=(-0.2, -0.45),
+    right.annotate(r"price $\mathrm{KL}(\varrho\,\Vert\,\mathcal{P})/n$", (0.1, 0.05), xytext=(-0.2, -0.45),
                    color=colors[1], bbox=box)
-    right.set_title(r"PAC-Bayes: pays for $\varrho$'s distance to $\varpi$")
+    right.set_title(r"PAC-Bayes: pays for $\varrho$'s distance to $\mathcal{P}$")
     fig.tight_layout()
     return fig
 
