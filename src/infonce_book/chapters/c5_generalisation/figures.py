@@ -251,7 +251,9 @@ def fig_direct_slack(slack, theorem1=None):
     fig, axes = plt.subplots(1, ncols, figsize=(5.2 * ncols, 3.6), squeeze=False)
     ax = axes[0, 0]
     parts = [p for p in slack.index if not p.startswith("total")]
-    short = {p: p.split(" $")[0].split(",")[0] for p in parts}
+    names = ("empirical value minus measured", "variance term", "relative entropy", "confidence and grids",
+             "Monte Carlo step", "derandomisation")
+    short = dict(zip(parts, names))
     bottom = np.zeros(len(slack.columns))
     for i, p in enumerate(parts):
         v = slack.loc[p].to_numpy(float)
