@@ -30,7 +30,7 @@ def test_expectation_over_tuples_is_the_search_cross_entropy_exactly_on_a_finite
     m = m / (m * pi).sum(1, keepdims=True)  # E_pi m(x, .) = 1: M(x, y) = m(x, y) pi(y)
     M = m * pi
     s = rng.uniform(-1, 1, (3, 3))
-    tau, k = 0.5, 2
+    tau = 0.5  # k = 2 negatives per tuple
 
     def h(x, negs):
         return float(tuple_search_cross_entropy(torch.tensor([[s[x, j] for j in negs]], dtype=torch.float64),

@@ -41,21 +41,20 @@ from .figures import (
 )
 from .gap_sweep import gap_k_sweep, ledger_gap_sweep, per_seed_slopes
 from .headers import HEADERS
-from .theorem1_n import ledger_theorem1_n, theorem1_against_n
 from .ledger import ledger_bound, ledger_gap
 from .prose import (
-    direct_target_sentence,
-    signed_texts,
-    minus_signs,
     cv_ratio_sentence,
+    direct_target_sentence,
     gap_glue,
     gap_sweep_sentence,
     informative_glue,
     informative_sentence,
     k_sweep_sentence,
+    minus_signs,
     oracle_sentence,
     other_temperature_sentence,
     seeds_needed_sentence,
+    signed_texts,
     target_sentence,
 )
 from .runners import cells, grid, train_cell
@@ -80,6 +79,7 @@ from .tables import (
     slack_table,
     theorem1_n_table,
 )
+from .theorem1_n import ledger_theorem1_n, theorem1_against_n
 
 __all__ = ["HEADERS", "theorem1_against_n", "ledger_theorem1_n",
            "STEM", "SIZES", "GeneralisationSetup", "setup",

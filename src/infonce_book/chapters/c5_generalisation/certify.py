@@ -27,6 +27,7 @@ from ...learning.embeddings import loss_per_tuple, reference_embedding
 from ...learning.pacbayes import canonical_mean, randomised_search_cross_entropy
 from ...learning.training import fit
 from ...theory.search import search_cross_entropy
+from .direct import direct_certificate, direct_holdout, normalised_linear_tuple_search
 from .setup import GeneralisationSetup
 
 __all__ = ["sharp_bias", "bernstein_columns", "holdout_columns", "variant_columns", "away_centre", "direct_columns"]
@@ -149,8 +150,6 @@ def direct_columns(phi, phi1, train, test, model, k: int, tau: float, oracle: fl
 
     Each with its parts (empirical value, variance, complexity, Monte Carlo and derandomisation
     terms) and the measured ``E H - log k`` of the embedding it covers (test databases)."""
-    from .direct import direct_certificate, direct_holdout, normalised_linear_tuple_search
-
     x, _, xn = train
     n = x.shape[0]
     half = n // 2

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import torch
 
-from ...learning.certificates import derandomisation_cost
+from ...learning.certificates import derandomisation_cost, holdout_certificate
 from ...learning.pacbayes import canonical_mean
 from ...theory.bernstein import empirical_bernstein_upper, psi_tilde, quadratic_range
 from ...theory.pacbayes import gaussian_kl_isotropic
@@ -158,6 +158,4 @@ def direct_holdout(reference: np.ndarray, heldout: np.ndarray, tau: float, *, de
     Returns:
         ``{"bound", "heldout_mean", "shift", "eta", "n"}`` (nats).
     """
-    from ...learning.certificates import holdout_certificate
-
     return holdout_certificate(reference, heldout, upper=2.0 / check_scalar(tau, "tau", gt=0), delta=delta)

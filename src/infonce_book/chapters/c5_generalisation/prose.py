@@ -4,10 +4,13 @@ informative (below the uniform search), and the numbers of the gap section (clai
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from ...experiment.prose import join_words
+from .ledger import DIRECT_DERANDOMISED_MARGIN, DIRECT_HOLDOUT_MARGIN
 
 __all__ = ["direct_target_sentence", "minus_signs", "signed_texts", "informative_glue", "informative_sentence", "gap_glue", "other_temperature_sentence", "k_sweep_sentence",
            "gap_sweep_sentence", "seeds_needed_sentence", "oracle_sentence", "target_sentence",
@@ -193,8 +196,6 @@ def direct_target_sentence(values: dict) -> str:
     """The direct certificates against the targets declared before the run (from
     :func:`~.ledger.ledger_bound`; ``DIRECT_DERANDOMISED_MARGIN`` and ``DIRECT_HOLDOUT_MARGIN`` of
     :mod:`.ledger`): how far above the oracle each lands, and whether the target is met."""
-    from .ledger import DIRECT_DERANDOMISED_MARGIN, DIRECT_HOLDOUT_MARGIN
-
     if "v_dir_det" not in values:
         return "This profile computes no direct certificate."
     d, h = values["v_dir_det_minus_oracle"], values.get("v_dir_ho_minus_oracle", float("nan"))
@@ -214,8 +215,6 @@ def minus_signs(text: str) -> str:
         >>> minus_signs("from -0.228 to -0.13, a hold-out")
         'from \u22120.228 to \u22120.13, a hold-out'
     """
-    import re
-
     return re.sub(r"(?<![\w.])-(?=\d|\.\d)", "\u2212", text)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ...theory.bounds import search_bias_bounds
-from ...theory.stats import normal_quantile
+from ...theory.stats import normal_quantile, t_quantile
 from .constants import vmf_ratio_moments
 from .search_check import PROFILES
 
@@ -53,12 +53,10 @@ def informative_n(summary: pd.DataFrame, model: str = "vmf") -> pd.DataFrame:
     seeds of each bound lies below the uniform search's ``E H - log k = 0`` (*informative*; a cell
     with one seed has no interval and does not count), ``None`` where no n of the grid is; and
     ``ns``, the n the grid has."""
-    from scipy import stats
-
     rows = []
     for (tau, k), sub in summary[summary.model == model].groupby(["tau", "k"]):
         row = {"tau": tau, "k": int(k), "ns": ", ".join(f"{int(v):,}" for v in sorted(sub.n))}
-        q = stats.t.ppf(0.975, np.maximum(sub.seeds.to_numpy(float) - 1, 1))
+        q = np.array([t_quantile(0.95, max(int(m) - 1, 1)) for m in sub.seeds])
         for name, col in BOUNDS.items():
             if col not in sub:
                 row[name] = None
@@ -262,12 +260,10 @@ DIRECT_ROWS = (
 
 
 def _seed_interval(values) -> tuple[float, float, float]:
-    from scipy import stats
-
     v = np.asarray(values, dtype=float)
     if v.size < 2:
         return float(v.mean()), float("nan"), float("nan")
-    half = stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
+    half = t_quantile(0.95, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
     return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
 
 

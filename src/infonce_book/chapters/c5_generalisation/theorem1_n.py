@@ -9,10 +9,8 @@ measured, and the smallest n of the grid at which the bound falls below the unif
 
 from __future__ import annotations
 
-import math
 import zlib
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -23,6 +21,7 @@ from ...learning.training import fit
 from ...theory.stats import Estimate
 from ...utils.device import one_thread, resolve_device
 from .certify import sharp_bias
+from .runners import _sharp_bound
 from .setup import GeneralisationSetup
 
 __all__ = ["theorem1_against_n", "ledger_theorem1_n", "RECORD_FROM_N"]
@@ -40,8 +39,6 @@ def theorem1_against_n(model, k: int, tau: float, ns: list, batch: int, setup: G
     ``complexity``, ``confidence``, ``search_bias``, ``bound``; nats of ``E H - log k``) for one
     embedding trained by minibatch ERM (``batch`` tuples per step, ``setup.steps`` steps) on each of
     ``ns`` training sets of the vMF ``model``, at ``k`` and ``tau``: one row per n."""
-    from .runners import _sharp_bound
-
     dev = resolve_device(device)
     rows = []
     b_star = sharp_bias(model, k, tau)
