@@ -260,7 +260,9 @@ def test_the_target_sentence_reads_the_interval():
     z = {"head_oracle_z": 2.5, "head_oracle_measured": -0.4547, "head_oracle_se": 0.0003, "head_measured": -0.4537}
     assert "record fails" in chapter.oracle_sentence({**z, "head_oracle_passed": False})
     passed = chapter.oracle_sentence({**z, "head_oracle_passed": True})
-    assert "lies 0.0010 above it" in passed and "\u22120.4547" in passed and "-0" not in passed
+    assert "lies 0.0010 above the oracle" in passed and "\u22120.4547" in passed and "-0" not in passed
+    failed = chapter.oracle_sentence({**z, "head_oracle_passed": False})
+    assert "record fails" in failed and failed.endswith("fluctuation.") and "-0" not in failed
 
 
 def test_profile_dependent_sentences_say_what_was_not_run():

@@ -145,15 +145,14 @@ def oracle_sentence(values: dict) -> str:
             f"{values['head_oracle_measured']:.4f} (standard error {values['head_oracle_se']:.4f}), "
             f"{abs(z):.1f} standard errors from its exact value")
     paired = values["head_measured"] - values["head_oracle_measured"]
-    text += (f"; the trained embedding, on the same databases, lies {paired:.4f} above it, which is the "
-             f"comparison to read (both values share the databases' fluctuation)")
+    compare = (f" On the same databases the trained embedding lies {paired:.4f} above the oracle: that is the "
+               f"comparison to read, since both values share the databases' fluctuation.")
     if values["head_oracle_passed"]:
-        return minus_signs(text) + "."
-    return (text + ", so its record fails. We read it as the databases' fluctuation, not an error of the "
-            "exact value: at 95% one two-sided record in twenty fails by chance, the exact value is checked "
-            "independently (the exact decoupled risk plus the exact correction of the proposition above give it "
-            "to nine digits, in the package's tests), and the trained embedding, measured on the same "
-            "databases, shares the fluctuation.")
+        return minus_signs(text + "." + compare)
+    return minus_signs(text + ", so its record fails. We read it as the databases' fluctuation, not an error of the "
+                       "exact value: at 95% one two-sided record in twenty fails by chance, and the exact value is "
+                       "checked independently (the exact decoupled risk plus the exact correction of the proposition "
+                       "above give it to nine digits, in the package's tests)." + compare)
 
 
 def target_sentence(values: dict) -> str:
