@@ -212,7 +212,12 @@ def test_the_slopes_in_k_need_three_k_and_follow_their_rules():
 def test_informative_n_is_the_smallest_grid_n_below_the_uniform_search():
     summary = pd.DataFrame({"model": "vmf", "tau": 0.5, "k": 16, "n": [256, 512, 1024],
                             "old_bound": [200.0, 150.0, 120.0], "sharp_bound": [4.5, 3.5, 2.0],
-                            "pb_bound": [0.9, 0.5, 0.3], "det_bound": [0.1, -0.05, -0.2], "trivial": 4.0})
+                            "pb_bound": [0.9, 0.5, 0.3], "det_bound": [0.1, -0.05, -0.2], "trivial": 4.0,
+                            "seeds": 3, "det_bound_se": [0.01, 0.01, 0.01]})
+    # decided by the upper end of the t-interval over seeds: at n = 512, -0.05 + 4.303 * 0.01 < 0
+    wide = summary.assign(det_bound_se=[0.01, 0.02, 0.01])  # -0.05 + 4.303 * 0.02 > 0: not yet at 512
+    assert chapter.informative_n(wide).iloc[0]["derandomised"] == 1024
+    assert chapter.informative_n(summary.assign(seeds=1)).iloc[0]["derandomised"] is None  # one seed: no interval
     table = chapter.informative_n(summary)
     row = table.iloc[0]
     assert row["old"] is None and row["sharp"] is None and row["PAC-Bayes-kl"] is None
@@ -252,9 +257,12 @@ def test_the_target_sentence_reads_the_interval():
     assert "upper end of the interval is not" in chapter.target_sentence({**base, "head_det_minus_oracle_high": 0.26})
     assert "misses" in chapter.target_sentence({"head_det_minus_oracle": 0.3, "head_det_minus_oracle_low": 0.28,
                                                 "head_det_minus_oracle_high": 0.32})
-    z = {"head_oracle_z": 2.5, "head_oracle_measured": -0.4547, "head_oracle_se": 0.0003}
+    z = {"head_oracle_z": 2.5, "head_oracle_measured": -0.4547, "head_oracle_se": 0.0003, "head_measured": -0.4537}
     assert "record fails" in chapter.oracle_sentence({**z, "head_oracle_passed": False})
-    assert chapter.oracle_sentence({**z, "head_oracle_passed": True}).endswith("exact value.")
+    passed = chapter.oracle_sentence({**z, "head_oracle_passed": True})
+    assert "lies 0.0010 above the oracle" in passed and "\u22120.4547" in passed and "-0" not in passed
+    failed = chapter.oracle_sentence({**z, "head_oracle_passed": False})
+    assert "record fails" in failed and failed.endswith("fluctuation.") and "-0" not in failed
 
 
 def test_profile_dependent_sentences_say_what_was_not_run():
@@ -294,3 +302,53 @@ def test_the_control_variate_sentence_lists_the_ratios_and_explains_one_below_1(
     assert "below 1 at n = 256" in text
     assert "below 1" not in cv_ratio_sentence(gaps.iloc[1:], 0.5)
     assert "no cell with two seeds" in cv_ratio_sentence(gaps.assign(gap_se=float("nan")), 0.5)
+
+
+def _with_direct(grid, det=-0.37, ho=-0.43):
+    # the direct and variant columns of the headline cell's seeds (values chosen by hand)
+    g = grid.copy()
+    seed = g.seed.to_numpy(float)
+    for col, base in (("dir_det", det), ("dir_bern", -0.39), ("dir_ho", ho), ("dir_truth", -0.41),
+                      ("ddp_det", -0.17), ("ddp_bern", -0.21), ("away_det", -0.2), ("away_bern", -0.22)):
+        g[f"{col}_bound"] = base + 0.004 * (seed - 1)
+    for col in ("dir_det", "dir_bern", "dir_ho", "dir_truth"):
+        g[f"{col}_measured"], g[f"{col}_measured_se"] = -0.452, 0.001
+    g["ddp_bern_measured"], g["away_bern_measured"] = -0.44, -0.44
+    g["dir_det_variance"] = 0.012
+    return g
+
+
+def test_direct_and_variant_records_decide_against_the_declared_margins():
+    ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
+    out = chapter.ledger_bound(ledger, _with_direct(_synthetic_grid()), delta=0.05, headlines=HEADLINES,
+                               oracle={0.5: -0.454})
+    rec = {r.id: r for r in ledger.records}
+    for rid in ("direct-derandomised", "direct-bernstein", "direct-hold-out", "direct-truth-prior",
+                "derandomised-half-prior", "bernstein-half-prior", "derandomised-away-prior"):
+        assert rec[f"C6-{rid}-informative-tau0.5"].passed, rid
+    # -0.37 is 0.084 above the oracle (margin 0.10); -0.43 is 0.024 above it (margin 0.03)
+    assert rec["C6-direct-derandomised-near-oracle-tau0.5"].verdict == "passed"
+    assert rec["C6-direct-hold-out-near-oracle-tau0.5"].verdict == "passed"
+    assert out["v_dir_det_minus_oracle"] == pytest.approx(0.084) and out["v_dir_det_variance"] == pytest.approx(0.012)
+    assert rec["C6-direct-derandomised-holds-vmf"].passed
+    ledger2 = Ledger(chapter="test2", profile="smoke", device="cpu", seed=0)
+    chapter.ledger_bound(ledger2, _with_direct(_synthetic_grid(), det=-0.34, ho=-0.42), delta=0.05,
+                         headlines=HEADLINES, oracle={0.5: -0.454})
+    rec2 = {r.id: r for r in ledger2.records}
+    assert rec2["C6-direct-derandomised-near-oracle-tau0.5"].verdict == "failed"  # 0.114 > 0.10
+    assert rec2["C6-direct-hold-out-near-oracle-tau0.5"].verdict == "failed"  # 0.034 > 0.03
+    assert "outside the 0.10" in chapter.direct_target_sentence(
+        chapter.ledger_bound(Ledger(chapter="t3", profile="smoke", device="cpu", seed=0),
+                             _with_direct(_synthetic_grid(), det=-0.34), delta=0.05, headlines=HEADLINES,
+                             oracle={0.5: -0.454}))
+
+
+def test_every_sampled_record_that_predicts_zero_declares_its_resolution():
+    ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
+    chapter.ledger_bound(ledger, _with_direct(_synthetic_grid(ks=(4, 16, 64, 256))), delta=0.05,
+                         headlines=HEADLINES, oracle={0.5: -0.454})
+    sampled = [r for r in ledger.records if r.predicted == 0.0 and (r.se or r.n is not None)]
+    assert sampled  # the informative records and the slopes are sampled
+    missing = [r.id for r in sampled if "resolution" not in r.rule and "margin" not in r.rule]
+    assert not missing, missing
+    assert not [r.id for r in ledger.records if r.verdict == "inconclusive"]

@@ -33,6 +33,7 @@ from .constants import (
 from .figures import (
     fig_bounds_vs_n,
     fig_certificates_vs_k,
+    fig_direct_slack,
     fig_gap_vs_k,
     fig_gap_vs_n,
     fig_idea,
@@ -43,14 +44,17 @@ from .headers import HEADERS
 from .ledger import ledger_bound, ledger_gap
 from .prose import (
     cv_ratio_sentence,
+    direct_target_sentence,
     gap_glue,
     gap_sweep_sentence,
     informative_glue,
     informative_sentence,
     k_sweep_sentence,
+    minus_signs,
     oracle_sentence,
     other_temperature_sentence,
     seeds_needed_sentence,
+    signed_texts,
     target_sentence,
 )
 from .runners import cells, grid, train_cell
@@ -62,6 +66,8 @@ from .tables import (
     below_cap_n,
     bound_summary,
     certificate_table,
+    direct_slack_table,
+    direct_table,
     gap_summary,
     gap_table,
     headline_table,
@@ -71,9 +77,11 @@ from .tables import (
     search_bias_table,
     search_check_table,
     slack_table,
+    theorem1_n_table,
 )
+from .theorem1_n import ledger_theorem1_n, theorem1_against_n
 
-__all__ = ["HEADERS",
+__all__ = ["HEADERS", "theorem1_against_n", "ledger_theorem1_n",
            "STEM", "SIZES", "GeneralisationSetup", "setup",
            "PRIOR_SCALES", "POSTERIOR_RATIOS", "canonical_mean",
            "vmf_search_constant", "vmf_ratio_moments", "gaussian_ratio_moments", "smallest_n_below",
@@ -88,4 +96,5 @@ __all__ = ["HEADERS",
            "gap_sweep_sentence", "seeds_needed_sentence", "oracle_sentence", "target_sentence", "informative_table", "search_bias_table",
            "search_check_table", "search_bias_glue", "sharp_informative_n",
            "fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms",
-           "fig_gap_vs_n", "fig_idea", "cv_ratio_sentence"]
+           "fig_gap_vs_n", "fig_idea", "cv_ratio_sentence", "direct_target_sentence", "signed_texts", "minus_signs", "fig_direct_slack", "direct_table",
+           "direct_slack_table", "theorem1_n_table"]

@@ -27,9 +27,17 @@ from ...learning.embeddings import loss_per_tuple, reference_embedding
 from ...learning.pacbayes import canonical_mean, randomised_search_cross_entropy
 from ...learning.training import fit
 from ...theory.search import search_cross_entropy
+from .direct import direct_certificate, direct_holdout, normalised_linear_tuple_search
 from .setup import GeneralisationSetup
 
-__all__ = ["sharp_bias", "bernstein_columns", "holdout_columns", "variant_columns", "away_centre"]
+__all__ = ["sharp_bias", "bernstein_columns", "holdout_columns", "variant_columns", "away_centre", "direct_columns"]
+
+
+#: The grid of ``eta`` of the decoupled route's Bernstein certificates: 0.02 * 1.25^j, j = 0..10
+#: (0.02 to 0.19), fixed before the data and inside ``(0, 1/b)`` for every shift of the grid at both
+#: temperatures (``b = 2 beta - c <= 2 beta + 1 <= 5``), as Lemma ``c5-lem-unexpected-bernstein``
+#: requires; the union bound pays log 11.
+DECOUPLED_ETAS = tuple(0.02 * 1.25**j for j in range(11))
 
 
 def sharp_bias(model, k: int, tau: float) -> float:
@@ -55,7 +63,8 @@ def _measured(mean, scale, test, model, tau, k, gen) -> dict:
 def _certificate(theta, centre, tuples, tau, setup: GeneralisationSetup, k: int, gen, derandomise: bool) -> dict:
     return bernstein_posterior_certificate(theta, centre, tuples, tau, delta=setup.delta_pb, delta_mc=setup.delta_mc,
                                            pilot_draws=setup.pilot_draws(k), final_draws=setup.final_draws(k),
-                                           generator=gen, derandomise=derandomise, prior_scales=setup.prior_scales)
+                                           generator=gen, derandomise=derandomise, prior_scales=setup.prior_scales,
+                                           etas=DECOUPLED_ETAS)
 
 
 def bernstein_columns(phi, train, test, model, k: int, tau: float, b_star: float, setup: GeneralisationSetup,
@@ -121,4 +130,59 @@ def variant_columns(phi, phi1, second, train, test, model, k: int, tau: float, b
     out = bernstein_columns(phi, second, test, model, k, tau, b_star, setup, gen, centre=centre, prefix="ddp_")
     away = away_centre(phi.center.detach(), setup.away_radius, setup.away_seed)
     out.update(bernstein_columns(phi, train, test, model, k, tau, b_star, setup, gen, centre=away, prefix="away_"))
+    return out
+
+
+def direct_columns(phi, phi1, train, test, model, k: int, tau: float, oracle: float, setup: GeneralisationSetup,
+                   gen) -> dict:
+    """The direct certificates of ``E H - log k`` from the per-tuple search cross-entropy ``h``
+    (Theorem ``c5-thm-tuple-search``; they assume the density ratio ``m`` known), for a variant cell:
+
+    * ``dir_bern_*`` and ``dir_det_*``: the randomised and the derandomised certificate of the
+      embedding trained on **all** tuples, with priors centred at the half-trained embedding
+      (``phi1``, first half), the shift ``c`` = the mean of ``h(phi1) - log k`` on the first half,
+      the bound computed on the second half (a prior that does not know the truth);
+    * ``dir_ho_*``: the hold-out certificate of ``phi1`` from ``h`` on the second half (shift and
+      ``eta`` from the first half);
+    * ``dir_truth_*`` (ablation): the derandomised certificate with priors centred at the truth
+      (the identity) and the shift at the oracle's exact value ``oracle`` (both data-free), the
+      bound on all tuples.
+
+    Each with its parts (empirical value, variance, complexity, Monte Carlo and derandomisation
+    terms) and the measured ``E H - log k`` of the embedding it covers (test databases)."""
+    x, _, xn = train
+    n = x.shape[0]
+    half = n // 2
+    lm = model.log_density_ratio(x, xn)
+    theta = phi.theta.detach().reshape(-1)
+    theta1 = phi1.theta.detach().reshape(-1)
+    with torch.no_grad():
+        h1 = normalised_linear_tuple_search(theta1.expand(n, -1), x, xn, lm, tau).cpu().numpy()
+    first, second = h1[:half], h1[half:]
+    centre = canonical_mean(theta1, phi.center.detach(), phi.input_dim)
+    shift = float(first.mean())
+    out = {}
+    kw = dict(delta=setup.delta_pb, delta_mc=setup.delta_mc, pilot_draws=setup.direct_pilot_draws,
+              final_draws=setup.direct_final_draws, generator=gen)
+    parts = ("emp", "mc_cost", "variance", "variance_term", "kl_term", "confidence_term", "derandomisation",
+             "kl", "prior_scale", "posterior_scale", "eta")
+    for name, derand in (("dir_bern", False), ("dir_det", True)):
+        cert = direct_certificate(theta, centre, x[half:], xn[half:], lm[half:], tau, shift=shift,
+                                  derandomise=derand, **kw)
+        out[f"{name}_bound"] = cert["bound"]
+        out.update({f"{name}_{p}": cert[p] for p in parts})
+    truth = direct_certificate(theta, phi.center.detach(), x, xn, lm, tau, shift=oracle, derandomise=True, **kw)
+    out["dir_truth_bound"] = truth["bound"]
+    out.update({f"dir_truth_{p}": truth[p] for p in parts})
+    ho = direct_holdout(first, second, tau, delta=setup.delta_pb + setup.delta_mc)
+    out.update(dir_ho_bound=ho["bound"], dir_ho_heldout=ho["heldout_mean"], dir_ho_eta=ho["eta"])
+    xt, _, dbt = test
+    with torch.no_grad():
+        lmt = model.log_density_ratio(xt, dbt)
+        scale = out["dir_bern_posterior_scale"]
+        mean = canonical_mean(theta, centre, phi.input_dim)
+        th = mean[None, :] + scale * torch.randn(xt.shape[0], theta.numel(), generator=gen, dtype=theta.dtype,
+                                                 device=theta.device)
+        hb = normalised_linear_tuple_search(th, xt, dbt, lmt, tau)
+    out.update(dir_bern_measured=float(hb.mean()), dir_bern_measured_se=float(hb.std() / math.sqrt(len(hb))))
     return out

@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from ...experiment.style import COLUMN_WIDTH_IN, PALETTE, legend_below, legend_in, panel_grid
 from ...theory.stats import normal_quantile
 
-__all__ = ["fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms", "fig_gap_vs_n",
+__all__ = ["fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms", "fig_gap_vs_n", "fig_direct_slack",
            "fig_idea"]
 
 
@@ -230,13 +230,59 @@ def fig_idea():
     for r in (0.3, 0.6, 0.9):
         _circle(right, (0, 0), r, color=colors[0], ls="--", lw=1)
     box = {"fc": "white", "ec": "none", "alpha": 0.85, "pad": 1.5}
-    right.annotate("prior $\\varpi$, fixed\nin advance", (0.0, 0.9), xytext=(-1.2, -0.95), color=colors[0], bbox=box)
+    right.annotate("prior $\\mathcal{P}$, fixed\nin advance", (0.0, 0.9), xytext=(-1.2, -0.95), color=colors[0],
+                   bbox=box)
     for r in (0.06, 0.12):
         _circle(right, trained, r, color=colors[2], lw=1.5)
     right.annotate(r"posterior $\varrho$", trained + 0.1, xytext=(0.0, 0.72),
                    color=colors[2], bbox=box, arrowprops={"arrowstyle": "->", "color": colors[2]})
     right.annotate("", xy=trained, xytext=(0, 0), arrowprops={"arrowstyle": "->", "color": colors[1], "lw": 1.5})
-    right.annotate("price\n" + r"$\mathrm{KL}(\varrho\,\Vert\,\varpi)/n$", (0.1, 0.05), xytext=(-1.2, -0.1),
+    right.annotate("price\n" + r"$\mathrm{KL}(\varrho\,\Vert\,\mathcal{P})/n$", (0.1, 0.05), xytext=(-1.2, -0.1),
                    color=colors[1], bbox=box)
-    right.set_title("PAC-Bayes: pays for\n" + r"$\varrho$'s distance to $\varpi$")
+    right.set_title("PAC-Bayes: pays for\n" + r"$\varrho$'s distance to $\mathcal{P}$")
+    return fig
+
+
+def fig_direct_slack(slack, theorem1=None):
+    """Top: where the slack of each direct certificate goes (stacked bars, nats; the table of
+    :func:`~.tables.direct_slack_table`), each part with its own hatch. Bottom (when ``theorem1`` is
+    given, the table of :func:`~.theorem1_n.theorem1_against_n`): the sharp uniform bound and its
+    terms against n at the headline cell, with the uniform search's 0."""
+    from ...experiment.style import LINESTYLES, MARKERS
+
+    n_panels = 1 if theorem1 is None else 2
+    fig, grid = plt.subplots(n_panels, 1, figsize=(COLUMN_WIDTH_IN, 4.0 * n_panels), squeeze=False,
+                             layout="constrained")
+    ax = grid[0, 0]
+    parts = [p for p in slack.index if not p.startswith("total")]
+    names = ("empirical minus measured", "variance term", "relative entropy", "confidence and grids",
+             "Monte Carlo step", "derandomisation")
+    short = dict(zip(parts, names))
+    colors = sns.color_palette(PALETTE, len(parts))
+    hatches = ("", "//", "..", "xx", "\\\\", "--")
+    bottom = np.zeros(len(slack.columns))
+    for i, p in enumerate(parts):
+        v = slack.loc[p].to_numpy(float)
+        ax.bar(range(len(slack.columns)), v, bottom=bottom, label=short[p], color=colors[i],
+               hatch=hatches[i % len(hatches)], edgecolor="black", linewidth=0.5)
+        bottom += v
+    ax.set_xticks(range(len(slack.columns)), [c.replace(", ", ",\n") for c in slack.columns])
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_ylabel("nats")
+    ax.set_title("slack of the direct certificates")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=2, frameon=False)
+    if theorem1 is not None:
+        ax = grid[1, 0]
+        t = theorem1.sort_values("n")
+        series = (("bound", "sharp bound"), ("complexity", "complexity $2R_n$"), ("confidence", "confidence"),
+                  ("empirical_risk", r"empirical risk $-\log k$"))
+        for i, (col, label) in enumerate(series):
+            ax.plot(t.n, t[col], marker=MARKERS[i], ls=LINESTYLES[i], color="black" if i == 0 else None,
+                    label=label)
+        ax.axhline(0, color="grey", lw=1.0, ls=":", label="uniform search")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("$n$")
+        ax.set_ylabel(r"$\mathbb{E}H - \log k$ (nats)")
+        ax.set_title("Theorem 1 against $n$")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
     return fig

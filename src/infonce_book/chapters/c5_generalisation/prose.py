@@ -4,12 +4,15 @@ informative (below the uniform search), and the numbers of the gap section (clai
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from ...experiment.prose import join_words
+from .ledger import DIRECT_DERANDOMISED_MARGIN, DIRECT_HOLDOUT_MARGIN
 
-__all__ = ["informative_glue", "informative_sentence", "gap_glue", "other_temperature_sentence", "k_sweep_sentence",
+__all__ = ["direct_target_sentence", "minus_signs", "signed_texts", "informative_glue", "informative_sentence", "gap_glue", "other_temperature_sentence", "k_sweep_sentence",
            "gap_sweep_sentence", "seeds_needed_sentence", "oracle_sentence", "target_sentence",
            "cv_ratio_sentence"]
 
@@ -141,13 +144,15 @@ def oracle_sentence(values: dict) -> str:
     text = (f"Measured on the same test databases as the trained embedding, the oracle scores "
             f"{values['head_oracle_measured']:.4f} (standard error {values['head_oracle_se']:.4f}), "
             f"{abs(z):.1f} standard errors from its exact value")
+    paired = values["head_measured"] - values["head_oracle_measured"]
+    compare = (f" On the same databases the trained embedding lies {paired:.4f} above the oracle: that is the "
+               f"comparison to read, since both values share the databases' fluctuation.")
     if values["head_oracle_passed"]:
-        return text + "."
-    return (text + ", so its record fails. We read it as the databases' fluctuation, not an error of the "
-            "exact value: at 95% one two-sided record in twenty fails by chance, the exact value is checked "
-            "independently (the exact decoupled risk plus the exact correction of the proposition above give it "
-            "to nine digits, in the package's tests), and the trained embedding, measured on the same "
-            "databases, shares the fluctuation.")
+        return minus_signs(text + "." + compare)
+    return minus_signs(text + ", so its record fails. We read it as the databases' fluctuation, not an error of the "
+                       "exact value: at 95% one two-sided record in twenty fails by chance, and the exact value is "
+                       "checked independently (the exact decoupled risk plus the exact correction of the proposition "
+                       "above give it to nine digits, in the package's tests)." + compare)
 
 
 def target_sentence(values: dict) -> str:
@@ -184,3 +189,45 @@ def cv_ratio_sentence(summary: pd.DataFrame, tau: float, k: int = 16, sphere: st
                  " can differ by a large factor by chance; and the gap with the control variate also"
                  " carries the Monte Carlo error of its test average, which does not fall with n.")
     return text
+
+
+def direct_target_sentence(values: dict) -> str:
+    """The direct certificates against the targets declared before the run (from
+    :func:`~.ledger.ledger_bound`; ``DIRECT_DERANDOMISED_MARGIN`` and ``DIRECT_HOLDOUT_MARGIN`` of
+    :mod:`.ledger`): how far above the oracle each lands, and whether the target is met."""
+    if "v_dir_det" not in values:
+        return "This profile computes no direct certificate."
+    d, h = values["v_dir_det_minus_oracle"], values.get("v_dir_ho_minus_oracle", float("nan"))
+    parts = [f"the derandomised certificate lands {d:.3f} nats above the oracle, "
+             f"{'within' if d <= DIRECT_DERANDOMISED_MARGIN else 'outside'} the {DIRECT_DERANDOMISED_MARGIN:.2f} "
+             f"nat declared before the run",
+             f"the hold-out certificate {h:.3f} above it, {'within' if h <= DIRECT_HOLDOUT_MARGIN else 'outside'} "
+             f"the {DIRECT_HOLDOUT_MARGIN:.2f} nat declared for it"]
+    return minus_signs("Against the oracle, " + "; ".join(parts) + ".")
+
+
+def minus_signs(text: str) -> str:
+    """``text`` with the hyphen of every negative number replaced by a real minus sign (U+2212),
+    so that numbers from code match the text's mathematics; hyphens inside words stay.
+
+    Examples:
+        >>> minus_signs("from -0.228 to -0.13, a hold-out")
+        'from \u22120.228 to \u22120.13, a hold-out'
+    """
+    return re.sub(r"(?<![\w.])-(?=\d|\.\d)", "\u2212", text)
+
+
+def signed_texts(values: dict, digits: int = 3) -> dict:
+    """``{key + "_txt": text}`` for every real number of ``values``: the number to ``digits``
+    decimals with a real minus sign (:func:`minus_signs`), for prose that quotes negative numbers.
+
+    Examples:
+        >>> signed_texts({"a": -0.2281, "b": "x", "n": 3})
+        {'a_txt': '\u22120.228', 'n_txt': '3.000'}
+    """
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            continue
+        out[f"{key}_txt"] = minus_signs(f"{float(value):.{int(digits)}f}")
+    return out

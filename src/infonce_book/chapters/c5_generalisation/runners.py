@@ -34,7 +34,7 @@ from ...theory.pacbayes import log_xi
 from ...theory.search import search_cross_entropy
 from ...utils.device import one_thread, resolve_device
 from ...utils.progress import progress
-from .certify import bernstein_columns, holdout_columns, sharp_bias, variant_columns
+from .certify import bernstein_columns, direct_columns, holdout_columns, sharp_bias, variant_columns
 from .setup import GeneralisationSetup
 
 __all__ = ["cells", "train_cell", "grid"]
@@ -133,6 +133,11 @@ def train_cell(model, cell: dict, cell_seed: int, setup: GeneralisationSetup, mo
         row.update(holdout)
         if cell.get("variants"):
             row.update(variant_columns(phi, phi1, second, train, test, model, k, tau, b_star, setup, gen))
+            oracle = float(model.search_cross_entropy(k, tau).mean)
+            row.update(direct_columns(phi, phi1, train, test, model, k, tau, oracle, setup, gen),
+                       dir_det_measured=row["search_ce"], dir_det_measured_se=row["search_se"],
+                       dir_truth_measured=row["search_ce"], dir_truth_measured_se=row["search_se"],
+                       dir_ho_measured=row["ho_measured"], dir_ho_measured_se=row["ho_measured_se"])
     return pd.DataFrame([row])
 
 

@@ -22,14 +22,19 @@ STEM = "c5_generalisation"
 # whose cells also compute the certificates with other priors. "steps", "test_elements", "n_test",
 # "pb_pilot_elements", "pb_final_elements": see GeneralisationSetup. "gap_sweep": the sizes of the
 # gap-against-k experiment (gap_k_sweep). "check_queries": queries of the Monte Carlo check of the
-# exact search correction (search_correction_check).
+# exact search correction (search_correction_check). "direct_pilot", "direct_final": the Monte
+# Carlo pairs of the direct certificates of E H (GeneralisationSetup.direct_*_draws).
+# "theorem1_ns", "theorem1_batch": the training-set sizes and the minibatch of the sharp bound
+# against n at the headline cell (theorem1_against_n).
 SIZES = {
     "smoke": {"blocks": [
         {"model": "vmf", "taus": ["star"], "ks": [16], "ns": [256, 512, 2048], "seeds": 2, "gap": True,
          "variants": [(2048, 16)]},
         {"model": "gaussian", "taus": ["other"], "ks": [4], "ns": [256], "seeds": 1, "gap": False}],
         "steps": 200, "test_elements": 360_000, "n_test": 5000, "pb_pilot_elements": 18_432,
-        "pb_final_elements": 900_000, "check_queries": 50_000, "gap_sweep": {"n": 256, "ks": [4, 16, 64], "seeds": 3, "n_test": 1000}},
+        "pb_final_elements": 900_000, "check_queries": 50_000,
+        "direct_pilot": 10_000, "direct_final": 100_000,
+        "theorem1_ns": [2048, 8192], "theorem1_batch": 2048, "gap_sweep": {"n": 256, "ks": [4, 16, 64], "seeds": 3, "n_test": 1000}},
     "standard": {"blocks": [
         {"model": "vmf", "taus": ["star"], "ks": [4, 16], "ns": [256, 512, 1024, 2048, 4096], "seeds": 3,
          "gap": True, "variants": [(2048, 16)]},
@@ -41,6 +46,8 @@ SIZES = {
         {"model": "gaussian", "taus": ["other"], "ks": [4, 16], "ns": [256, 1024], "seeds": 2, "gap": False}],
         "steps": 300, "test_elements": 360_000, "n_test": 20000, "pb_pilot_elements": 36_864,
         "pb_final_elements": 1_800_000, "check_queries": 200_000,
+        "direct_pilot": 20_000, "direct_final": 400_000,
+        "theorem1_ns": [2048, 8192, 32768, 65536, 98304, 131072], "theorem1_batch": 2048,
         "gap_sweep": {"n": 512, "ks": [4, 16, 64, 256], "seeds": 12, "n_test": 4000}},
     "full": {"blocks": [
         {"model": "vmf", "taus": ["star", "other"], "ks": [4, 16], "ns": [256, 512, 1024, 2048, 4096, 8192, 16384],
@@ -51,6 +58,8 @@ SIZES = {
          "gap": False}],
         "steps": 400, "test_elements": 4_000_000, "n_test": 100000, "pb_pilot_elements": 147_456,
         "pb_final_elements": 7_200_000, "check_queries": 1_000_000,
+        "direct_pilot": 50_000, "direct_final": 1_600_000,
+        "theorem1_ns": [2048, 8192, 32768, 65536, 131072, 262144], "theorem1_batch": 4096,
         "gap_sweep": {"n": 2048, "ks": [4, 16, 64, 256], "seeds": 24, "n_test": 20000}},
 }
 
@@ -80,6 +89,9 @@ class GeneralisationSetup(ChapterSetup):
         away_radius, away_seed: the prior centre of the certificates "with a prior that does not
             know the answer": at Frobenius distance ``away_radius`` from the identity, in a
             direction drawn from ``away_seed`` (both fixed before any data).
+        direct_pilot_draws, direct_final_draws: Monte Carlo pairs of the pilot (per posterior
+            scale) and of the direct certificates of ``E H`` (:mod:`.direct`); the final count is
+            set so that the Monte Carlo step costs under 0.003 nat at the standard profile.
         gap_margin, gap_alpha: the equivalence margin of "the gap does not grow with k" (on the
             slope of ``n * gap`` per doubling of k; the default 5/12 allows a change of half of
             ``p_eff = 5`` over the six doublings from k = 4 to 256), declared before the run, and
@@ -102,6 +114,8 @@ class GeneralisationSetup(ChapterSetup):
     away_seed: int = 2026
     gap_margin: float = 5.0 / 12.0
     gap_alpha: float = 0.05
+    direct_pilot_draws: int = 20_000
+    direct_final_draws: int = 400_000
 
     def __post_init__(self):
         for name in ("delta", "delta_pb", "delta_mc"):
@@ -109,7 +123,8 @@ class GeneralisationSetup(ChapterSetup):
         check_scalar(self.away_radius, "away_radius", gt=0, lt=1)
         check_scalar(self.gap_margin, "gap_margin", gt=0)
         check_scalar(self.gap_alpha, "gap_alpha", gt=0, lt=0.5)
-        for name in ("steps", "n_test", "test_elements", "pb_pilot_elements", "pb_final_elements"):
+        for name in ("steps", "n_test", "test_elements", "pb_pilot_elements", "pb_final_elements",
+                     "direct_pilot_draws", "direct_final_draws"):
             check_k(getattr(self, name), name)
         for name in ("prior_scales", "posterior_ratios"):
             values = tuple(getattr(self, name))

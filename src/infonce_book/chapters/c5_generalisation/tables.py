@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 
 from ...theory.bounds import search_bias_bounds
-from ...theory.stats import normal_quantile
+from ...theory.stats import normal_quantile, t_quantile
 from .constants import vmf_ratio_moments
 from .search_check import PROFILES
 
 __all__ = ["BOUNDS", "MEASURED", "bound_summary", "informative_n", "below_cap_n", "gap_summary", "gap_table",
            "headline_table", "certificate_table", "slack_table", "k_sweep_table", "informative_table",
-           "search_check_table", "search_bias_table"]
+           "search_check_table", "search_bias_table", "direct_table", "direct_slack_table", "theorem1_n_table"]
 
 #: The bounds and certificates of the page: display name -> column of the grid (a new certificate
 #: adds a line). Each bounds E H(M_k, Q_k) - log k of an embedding (see MEASURED).
@@ -49,14 +49,21 @@ def bound_summary(grid: pd.DataFrame) -> pd.DataFrame:
 
 
 def informative_n(summary: pd.DataFrame, model: str = "vmf") -> pd.DataFrame:
-    """Per (tau, k): the smallest n of the grid at which the seed mean of each bound lies below the
-    uniform search's ``E H - log k = 0`` (*informative*), ``None`` where no n of the grid does; and
+    """Per (tau, k): the smallest n of the grid at which the upper end of the 95% t-interval over
+    seeds of each bound lies below the uniform search's ``E H - log k = 0`` (*informative*; a cell
+    with one seed has no interval and does not count), ``None`` where no n of the grid is; and
     ``ns``, the n the grid has."""
     rows = []
     for (tau, k), sub in summary[summary.model == model].groupby(["tau", "k"]):
         row = {"tau": tau, "k": int(k), "ns": ", ".join(f"{int(v):,}" for v in sorted(sub.n))}
+        q = np.array([t_quantile(0.95, max(int(m) - 1, 1)) for m in sub.seeds])
         for name, col in BOUNDS.items():
-            ok = sub[sub[col] < 0.0].n if col in sub else []
+            if col not in sub:
+                row[name] = None
+                continue
+            se = sub[f"{col}_se"] if f"{col}_se" in sub else pd.Series(np.nan, index=sub.index)
+            upper = sub[col] + q * se
+            ok = sub[(sub.seeds >= 2) & (upper < 0.0)].n
             row[name] = int(min(ok)) if len(ok) else None
         rows.append(row)
     return pd.DataFrame(rows)
@@ -228,3 +235,99 @@ def search_bias_table(model, tau: float, ks=(4, 16, 64, 256)) -> pd.DataFrame:
                      r"$b^\star_k$ (sharp)": float(model.sharp_search_bias([int(k)], tau)[0]),
                      "identity's correction": float(model.search_correction(lambda t: t, [int(k)], tau)[0])})
     return pd.DataFrame(rows).set_index("k").round(4)
+
+
+#: Rows of :func:`direct_table`: (certificate, what it assumes known, the prior's centre, the data
+#: of the bound, column of the bound, column of the measured value it covers).
+DIRECT_ROWS = (
+    ("direct, derandomised (the trained embedding)", "$m$", "half-trained embedding", "second half",
+     "dir_det_bound", "dir_det_measured"),
+    ("direct, randomised", "$m$", "half-trained embedding", "second half", "dir_bern_bound", "dir_bern_measured"),
+    ("direct, hold-out (trained on the first half)", "$m$", "none (no prior)", "second half", "dir_ho_bound",
+     "dir_ho_measured"),
+    ("via $b^\\star_k$, derandomised", "law of $m$", "half-trained embedding", "second half", "ddp_det_bound",
+     "search_ce"),
+    ("via $b^\\star_k$, randomised", "law of $m$", "half-trained embedding", "second half", "ddp_bern_bound",
+     "ddp_bern_measured"),
+    ("via $b^\\star_k$, hold-out", "law of $m$", "none (no prior)", "second half", "ho_bound", "ho_measured"),
+    ("ablation: direct, derandomised, prior at the truth", "$m$", "the truth $A = I$", "all tuples",
+     "dir_truth_bound", "dir_truth_measured"),
+    ("ablation: via $b^\\star_k$, derandomised, prior at the truth", "law of $m$", "the truth $A = I$",
+     "all tuples", "det_bound", "search_ce"),
+    ("ablation: via $b^\\star_k$, derandomised, prior 0.25 from the truth", "law of $m$", "a point near the truth",
+     "all tuples", "away_det_bound", "search_ce"),
+)
+
+
+def _seed_interval(values) -> tuple[float, float, float]:
+    v = np.asarray(values, dtype=float)
+    if v.size < 2:
+        return float(v.mean()), float("nan"), float("nan")
+    half = t_quantile(0.95, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
+    return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
+
+
+def _minus(text: str) -> str:
+    return text.replace("-", "\u2212")
+
+
+def direct_table(grid: pd.DataFrame, headline: dict, oracle: float, sphere: str = "vmf") -> pd.DataFrame:
+    """Every certificate of ``E H - log k`` at the headline cell with what it assumes known, the
+    priors' centre, the tuples the bound uses, its seed mean and 95% t-interval, the measured value
+    of the embedding it covers and its distance to the oracle (nats); the posterior of every
+    randomised or derandomised certificate is centred at the embedding trained on all tuples."""
+    h = grid[(grid.model == sphere) & (grid.n == headline["n"]) & (grid.k == headline["k"])
+             & np.isclose(grid.tau, headline["tau"])]
+    rows = []
+    for label, known, prior, data, col, measured in DIRECT_ROWS:
+        if col not in h or not h[col].notna().all() or measured not in h:
+            continue
+        mean, lo, hi = _seed_interval(h[col])
+        rows.append({"certificate": label, "assumes known": known, "prior centred at": prior, "bound uses": data,
+                     "certificate (nats)": _minus(f"{mean:.3f}"), "95% interval": _minus(f"{lo:.3f} to {hi:.3f}"),
+                     "measured": _minus(f"{h[measured].mean():.3f}"),
+                     "minus oracle": _minus(f"{mean - oracle:.3f}")})
+    return pd.DataFrame(rows).set_index("certificate") if rows else pd.DataFrame()
+
+
+#: The parts of a direct certificate's slack: (label, column suffix).
+DIRECT_PARTS = (("empirical $h$ of the posterior on the bound's tuples, minus the measured value", None),
+                ("variance term $\\eta\\tilde\\psi(\\eta b)\\bar V_n$", "variance_term"),
+                ("relative entropy $\\mathrm{KL}/(\\eta n)$", "kl_term"),
+                ("confidence and grids $\\log(G|\\mathcal E|/\\delta)/(\\eta n)$", "confidence_term"),
+                ("Monte Carlo step", "mc_cost"),
+                ("derandomisation (curvature)", "derandomisation"))
+
+
+def direct_slack_table(grid: pd.DataFrame, headline: dict, sphere: str = "vmf") -> pd.DataFrame:
+    """Where the slack of each direct certificate goes at the headline cell (seed means, nats):
+    the rows of :data:`DIRECT_PARTS`, which add up to the certificate minus the measured value of
+    the embedding it covers; one column per certificate (derandomised and randomised with the
+    half-data prior, derandomised with the truth-centred prior)."""
+    h = grid[(grid.model == sphere) & (grid.n == headline["n"]) & (grid.k == headline["k"])
+             & np.isclose(grid.tau, headline["tau"])]
+    cols = {}
+    for name, prefix in (("derandomised, half-data prior", "dir_det"), ("randomised, half-data prior", "dir_bern"),
+                         ("derandomised, prior at the truth", "dir_truth")):
+        if f"{prefix}_bound" not in h or not h[f"{prefix}_bound"].notna().all():
+            continue
+        parts = {}
+        for label, suffix in DIRECT_PARTS:
+            if suffix is None:
+                parts[label] = float((h[f"{prefix}_emp"] - h[f"{prefix}_measured"]).mean())
+            else:
+                parts[label] = float(h[f"{prefix}_{suffix}"].mean())
+        parts["total: certificate minus measured"] = float((h[f"{prefix}_bound"] - h[f"{prefix}_measured"]).mean())
+        cols[name] = parts
+    return pd.DataFrame(cols).round(4)
+
+
+def theorem1_n_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The sharp bound's terms against n (one trained embedding per n), as displayed."""
+    shown = table.sort_values("n").set_index("n")[["empirical_risk", "complexity", "confidence", "search_bias",
+                                                   "bound"]]
+    shown.index = [f"{int(v):,}" for v in shown.index]
+    shown.index.name = "$n$"
+    return shown.rename(columns={"empirical_risk": r"empirical risk $- \log k$", "complexity": r"complexity $2R_n$",
+                                 "confidence": "confidence", "search_bias": r"search bias $b^\star_k$",
+                                 "bound": r"bound on $\mathbb{E}H - \log k$"}).round(4)
