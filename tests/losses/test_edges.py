@@ -41,7 +41,8 @@ def test_one_pair_in_batch_is_exactly_zero_with_zero_gradient(check_values):
     z1, z2, tau = unit(1, 5, seed=0), unit(1, 5, seed=1), torch.tensor(0.1)
     kw = dict(check_values=check_values)
     _zero_with_zero_grads(lambda a, b, t, **r: info_nce_in_batch(a, b, t, symmetric=True, **kw, **r), (z1, z2, tau), 1)
-    _zero_with_zero_grads(lambda a, b, t, **r: info_nce_in_batch(a, b, t, chunk_size=1, **kw, **r, symmetric=False), (z1, z2, tau), 1)
+    _zero_with_zero_grads(lambda a, b, t, **r: info_nce_in_batch(a, b, t, chunk_size=1, **kw, **r, symmetric=False),
+                          (z1, z2, tau), 1)
     _zero_with_zero_grads(lambda a, b, t, **r: nt_xent(a, b, t, **kw, **r), (z1, z2, tau), 2)
     assert InBatchInfoNCELoss(learn_temperature=True)(z1, z2).item() == 0.0
     assert info_nce_in_batch(z1.double(), z2.double(), 0.1, symmetric=False).dtype == F64

@@ -132,8 +132,9 @@ def test_the_local_in_batch_cases_run_the_pairwise_kernel(monkeypatch, name, inp
 
 def test_the_counter_sees_the_reads_of_the_value_checks(monkeypatch):
     z1, z2 = _unit(40, 16, device="cpu", seed=1), _unit(40, 16, device="cpu", seed=2)
-    for fn in (lambda a, b: info_nce_in_batch(a, b, 0.1, symmetric=False),                   # norm and finiteness checks
-               lambda a, b: info_nce_in_batch(a, b, torch.tensor(0.1), symmetric=False),     # and the value of tau
+    # norm and finiteness checks; then the value of tau
+    for fn in (lambda a, b: info_nce_in_batch(a, b, 0.1, symmetric=False),
+               lambda a, b: info_nce_in_batch(a, b, torch.tensor(0.1), symmetric=False),
                lambda a, b: InBatchInfoNCELoss(learn_temperature=True)(a, b)):
         with counting_host_reads(monkeypatch) as calls:
             _run((z1, z2), fn)

@@ -67,7 +67,8 @@ def test_the_modules_equal_their_functions(variant, reduction, chunk_size):
     pairs = [
         (InfoNCELoss(0.3, **opts)(z1, z2, n), info_nce(z1, z2, n, 0.3, **opts)),
         (InBatchInfoNCELoss(0.3, **opts)(z1, z2), info_nce_in_batch(z1, z2, 0.3, symmetric=True, **opts)),
-        (InBatchInfoNCELoss(0.3, symmetric=False, **opts)(z1, z2), info_nce_in_batch(z1, z2, 0.3, **opts, symmetric=False)),
+        (InBatchInfoNCELoss(0.3, symmetric=False, **opts)(z1, z2),
+         info_nce_in_batch(z1, z2, 0.3, **opts, symmetric=False)),
         (NTXentLoss(0.3, **opts)(z1, z2), nt_xent(z1, z2, 0.3, **opts)),
     ]
     for got, want in pairs:

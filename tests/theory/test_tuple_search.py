@@ -105,7 +105,8 @@ def test_the_curvature_of_h_is_at_least_minus_kappa_r(radius):
         t = model.sample_tuples(1, k, generator=gen)
         lm = model.log_density_ratio(t.anchor, t.negatives)[0]
         d = torch.randn(9, generator=gen, dtype=torch.float64)
-        theta = torch.eye(3, dtype=torch.float64).reshape(-1) + d / d.norm() * radius * float(torch.rand(1, generator=gen))
+        step = radius * float(torch.rand(1, generator=gen))
+        theta = torch.eye(3, dtype=torch.float64).reshape(-1) + d / d.norm() * step
         H = torch.autograd.functional.hessian(lambda q: _h_single(q, t.anchor[0], t.negatives[0], lm, tau), theta)
         worst = min(worst, float(torch.linalg.eigvalsh(H).min()))
     assert worst >= -loss_curvature(1 / tau, radius)

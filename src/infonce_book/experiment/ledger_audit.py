@@ -40,7 +40,8 @@ def zero_predictions_without_resolution(source: str, filename: str = "<source>")
         if "predicted" not in kw or not literal_zero(kw["predicted"]):
             continue
         measured = kw.get("measured")
-        if isinstance(measured, ast.Call) and isinstance(measured.func, ast.Attribute) and measured.func.attr == "exact":
+        if (isinstance(measured, ast.Call) and isinstance(measured.func, ast.Attribute)
+                and measured.func.attr == "exact"):
             continue
         if "ci_low" in kw and "ci_high" in kw and ast.dump(kw["ci_low"]) == ast.dump(kw["ci_high"]):
             continue  # a number without an interval: deterministic

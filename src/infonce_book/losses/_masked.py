@@ -34,7 +34,8 @@ __all__ = ["label_mask", "single_positive_rows", "supcon_rows"]
 _NEG_INF = float("-inf")
 
 
-def label_mask(row_labels: torch.Tensor | None, cand_labels: torch.Tensor | None, lo: int, hi: int) -> torch.Tensor | None:
+def label_mask(row_labels: torch.Tensor | None, cand_labels: torch.Tensor | None, lo: int,
+               hi: int) -> torch.Tensor | None:
     """(hi - lo, m) bool: candidate ``j`` has the label of row ``i`` (None without labels)."""
     if row_labels is None or cand_labels is None:
         return None
@@ -63,7 +64,8 @@ def _safe_lse(y: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, torch.
     return torch.where(has, lse, torch.full_like(lse, _NEG_INF)), has
 
 
-def _run_tiles(fn: Callable[..., torch.Tensor], n: int, tile: int, tensors: tuple[torch.Tensor | None, ...]) -> torch.Tensor:
+def _run_tiles(fn: Callable[..., torch.Tensor], n: int, tile: int,
+               tensors: tuple[torch.Tensor | None, ...]) -> torch.Tensor:
     """``cat(fn(lo, hi, *tensors))`` over the row tiles, each recomputed in the backward pass when
     there is more than one tile and a gradient to take."""
     bounds = _tiles(n, tile)

@@ -20,5 +20,6 @@ SYMBOLS = {
     'B_S': '($k$ times) the self-normalised importance sampling bias constant',
     'C_H': 'uniform constant of $\\lvert\\mathbb E H(\\hat M_k, \\hat Q_k) - L_k\\rvert \\le C_H(\\tau)/k$',
     '\\bar R': 'mean second moment of the density ratio, $1 + \\chi^2(P_{xx^+}\\Vert\\pi\\otimes\\pi)$',
-    '\\varepsilon_{\\mathrm{ni}}': 'non-inferiority margin of the test that the idealised search is not worse than the softmax one',
+    '\\varepsilon_{\\mathrm{ni}}': ('non-inferiority margin of the test that the idealised search is not worse '
+                                   'than the softmax one'),
 }

@@ -20,7 +20,8 @@ from scipy import optimize
 from ...models.vmf.special_functions import mean_resultant_length
 from ...theory.stats import t_quantile
 
-__all__ = ["PILOTS", "Pilot", "REPLICATION_SEED", "aligned_concentration", "alignment", "seeds_for_power", "replication_design"]
+__all__ = ["PILOTS", "Pilot", "REPLICATION_SEED", "aligned_concentration", "alignment", "seeds_for_power",
+           "replication_design"]
 
 #: Added to the chapter's seed for the replications: fresh training and test sets, fresh starts.
 REPLICATION_SEED = 1000

@@ -137,7 +137,8 @@ def ledger_dimension_replication(ledger, side: SideClaimsSetup, table: pd.DataFr
                        math.sqrt(x.var(ddof=1) / len(x) + base.var(ddof=1) / len(base)), s, level, dof=s - 1,
                        method="independent seeds, conservative dof, Bonferroni level")
         rec = ledger.record(claim="C5", id=f"C5-dimension-free-gap-flat-d{d}-replication",
-                            quantity=f"gap at d = {d} minus at d = {dims[0]}, fixed budget, alignment held fixed (nats)",
+                            quantity=(f"gap at d = {d} minus at d = {dims[0]}, fixed budget, "
+                                      "alignment held fixed (nats)"),
                             predicted=0.0, measured=est, rule=Rule.one_sided(
                                 "ci_high", "<", tol=side.margin_gap,
                                 note=f"replication of C5-dimension-free-gap-flat; Bonferroni over {tests} dimensions"),
@@ -175,7 +176,8 @@ def replication_table(table: pd.DataFrame) -> pd.DataFrame:
                "diff": float("nan"), "diff_low": float("nan"), "diff_high": float("nan")}
         if d != dims[0]:
             s = min(len(x), len(base))
-            est = Estimate(float(x.mean() - base.mean()), math.sqrt(x.var(ddof=1) / len(x) + base.var(ddof=1) / len(base)),
+            est = Estimate(float(x.mean() - base.mean()),
+                           math.sqrt(x.var(ddof=1) / len(x) + base.var(ddof=1) / len(base)),
                            s, level, dof=s - 1)
             row.update(diff=est.mean, diff_low=est.ci_low, diff_high=est.ci_high)
         rows.append(row)

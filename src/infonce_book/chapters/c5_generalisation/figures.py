@@ -12,8 +12,8 @@ from matplotlib.lines import Line2D
 from ...experiment.style import COLUMN_WIDTH_IN, PALETTE, legend_below, legend_in, panel_grid
 from ...theory.stats import normal_quantile
 
-__all__ = ["fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms", "fig_gap_vs_n", "fig_direct_slack",
-           "fig_idea"]
+__all__ = ["fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms", "fig_gap_vs_n",
+           "fig_direct_slack", "fig_idea"]
 
 
 #: The lines of :func:`fig_bounds_vs_n`: (column, label, marker, line style, colour). Each has
