@@ -179,7 +179,7 @@ HEADLINES = [{"n": 2048, "k": 16, "tau": 0.5}]
 def test_ledger_rules_pass_and_fail_as_documented(tmp_path):
     ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
     out = chapter.ledger_bound(ledger, _synthetic_grid(), delta=0.05, headlines=HEADLINES, oracle={0.5: -0.454})
-    rec = {r.id: r for r in ledger.records}
+    rec = ledger.by_id()
     assert all(r.passed for r in rec.values()), [r.id for r in rec.values() if not r.passed]
     assert rec["C6-sharp-below-cap-n2048-k16-tau0.5"].predicted == 4.0
     assert rec["C6-pac-bayes-slack-n2048-k16-tau0.5"].measured == pytest.approx(0.25 + 0.44 - 0.01, abs=1e-12)
@@ -194,7 +194,7 @@ def test_ledger_rules_pass_and_fail_as_documented(tmp_path):
     ledger2 = Ledger(chapter="test2", profile="smoke", device="cpu", seed=0)
     chapter.ledger_bound(ledger2, _synthetic_grid(violate=True), delta=0.05, headlines=HEADLINES,
                          oracle={0.5: -0.454})
-    rec2 = {r.id: r for r in ledger2.records}
+    rec2 = ledger2.by_id()
     assert not rec2["C6-pac-bayes-holds-vmf"].passed  # a certificate below the measured value fails
 
 
@@ -202,7 +202,7 @@ def test_the_slopes_in_k_need_three_k_and_follow_their_rules():
     ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
     out = chapter.ledger_bound(ledger, _synthetic_grid(ks=(4, 16, 64, 256)), delta=0.05, headlines=HEADLINES,
                                oracle={0.5: -0.454})
-    rec = {r.id: r for r in ledger.records}
+    rec = ledger.by_id()
     assert out["k_slope_records"] == 4
     # the standard loss's variance rises (0.70 to 0.71 at k = 256), the decoupled one's falls
     assert rec["C6-variance-standard-k-slope"].passed and rec["C6-variance-decoupled-k-slope"].passed
@@ -322,7 +322,7 @@ def test_direct_and_variant_records_decide_against_the_declared_margins():
     ledger = Ledger(chapter="test", profile="smoke", device="cpu", seed=0)
     out = chapter.ledger_bound(ledger, _with_direct(_synthetic_grid()), delta=0.05, headlines=HEADLINES,
                                oracle={0.5: -0.454})
-    rec = {r.id: r for r in ledger.records}
+    rec = ledger.by_id()
     for rid in ("direct-derandomised", "direct-bernstein", "direct-hold-out", "direct-truth-prior",
                 "derandomised-half-prior", "bernstein-half-prior", "derandomised-away-prior"):
         assert rec[f"C6-{rid}-informative-tau0.5"].passed, rid
@@ -334,7 +334,7 @@ def test_direct_and_variant_records_decide_against_the_declared_margins():
     ledger2 = Ledger(chapter="test2", profile="smoke", device="cpu", seed=0)
     chapter.ledger_bound(ledger2, _with_direct(_synthetic_grid(), det=-0.34, ho=-0.42), delta=0.05,
                          headlines=HEADLINES, oracle={0.5: -0.454})
-    rec2 = {r.id: r for r in ledger2.records}
+    rec2 = ledger2.by_id()
     assert rec2["C6-direct-derandomised-near-oracle-tau0.5"].verdict == "failed"  # 0.114 > 0.10
     assert rec2["C6-direct-hold-out-near-oracle-tau0.5"].verdict == "failed"  # 0.034 > 0.03
     assert "outside the 0.10" in chapter.direct_target_sentence(

@@ -126,7 +126,6 @@ def test_cli_cuda_without_a_gpu(capsys, monkeypatch):
 #: calls it inconclusive. The standard profile narrows them. (Ids carry their chapter's number.)
 SMOKE_INCONCLUSIVE = {
     "4.C5-rademacher-slope-n",  # slope -0.48 in [-1.12, 0.16], wider than the predicted 1/2
-    "5.C7-aic-n256-k16", "5.C7-aic-n512-k16", "5.C7-aic-n2048-k16",  # n * gap within +-25 to +-74 of 5, two seeds
     "5.C7-gap-slope-n",  # slope -0.59 in [-10.2, 9.0] against -1
 }
 
