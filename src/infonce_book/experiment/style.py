@@ -116,10 +116,11 @@ def glue_figure(name: str, fig) -> None:
     readable_ticks(fig)
     check_figure(fig, name)
     ip = get_ipython()
-    if ip is not None:  # the kernel renders figures as PNG at twice the dpi, shown at their size
+    if ip is not None:  # the kernel renders figures as PNG at twice the dpi, shown at their size,
+        # and as PDF (vector), which the printed book (the LaTeX build) takes instead of the PNG
         from matplotlib_inline.backend_inline import set_matplotlib_formats  # optional: kernels only
 
-        set_matplotlib_formats("retina")
+        set_matplotlib_formats("retina", "pdf")
         if not under_pipeline():
             display(fig, metadata={"infonce_book": {"figure": name, "titles": figure_titles(fig)}})
     glue(name, fig, display=False)

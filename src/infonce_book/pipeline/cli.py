@@ -3,7 +3,8 @@
     infonce-book run CHAPTER [--profile P] [--device D] [--seed N] [--force]
     infonce-book build [--profile P] [--device D] [--seed N] [--force] [--edition web|students]
     infonce-book pdf [--build-dir DIR] [--edition web|students] [--paper a4|letter]
-                                                (after build: _build/pdf/book.pdf, appendix.pdf, one per chapter)
+                                                (after build: _build/pdf/book.pdf, appendix.pdf, one per chapter,
+                                                 typeset by LaTeX through jupyter-book; needs make tex-deps)
     infonce-book timings record|readme          (chapter times for the README and the rerun boxes)
     infonce-book ledger [--format json|table]
     infonce-book chapters
@@ -21,7 +22,7 @@ from ..experiment.ledger import format_table, load_records
 from ..experiment.paths import project_root
 from ..experiment.profiles import PROFILES
 from ..utils.device import DEVICES
-from . import pdf as pdf_build
+from . import typeset as pdf_build
 from . import run as pipeline
 from . import timings
 
@@ -61,10 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     common(b)
     b.add_argument("--edition", choices=pipeline.EDITIONS, default="web",
                    help="web (default: _build/html) or students (no solutions: _build/html-students)")
-    pd = sub.add_parser("pdf", help="print the HTML build to _build/pdf (book.pdf and one PDF per chapter)")
+    pd = sub.add_parser("pdf", help="typeset the built book with LaTeX to _build/pdf (book.pdf, appendix.pdf, one PDF "
+                        "per chapter)")
     pd.add_argument("--build-dir", type=Path, default=None, help="build folder (default: _build)")
     pd.add_argument("--edition", choices=pipeline.EDITIONS, default="web",
-                    help="web (default: _build/html to _build/pdf) or students (_build/html-students, "
+                    help="web (default: _build/site to _build/pdf) or students (_build/site-students, "
                          "after `make book-students`, to _build/pdf-students)")
     pd.add_argument("--paper", choices=sorted(pdf_build.PAPERS), default="a4", help="paper size (default: a4)")
     tm = sub.add_parser("timings", help="record the chapter times (README table, rerun boxes)")

@@ -1,0 +1,248 @@
+"""The printed book: what Sphinx's LaTeX builder needs beyond ``_config.yml``'s ``latex`` settings.
+
+Listed in ``_config.yml`` ``extra_extensions``; nothing here changes the HTML build.
+
+* **Print is the text, the web is the laboratory** (:class:`PrintOnly`): the PDFs leave out the
+  code cells' sources and their code outputs (what remains of a cell is its figures and tables),
+  the tables of claims-ledger records (a cell that calls ``ledger_view``; the chapters' prose keeps
+  the one-line verdict summary) and the build notes (the "Rerun this chapter" box) -- except in
+  the back matter, which keeps its tables. A long table's web preview and collapsed box are
+  ``{only}`` blocks (:mod:`infonce_book.experiment.tables`): print has the full table once.
+* **Numbering as on the web**: chapters 1-6 numbered, the front and back matter not
+  (``secnumdepth`` switched around their pages); sphinx-jupyterbook-latex's section-level figure
+  numbering is set back to the web's chapter level, so results read "Theorem 5.9", not "5.5.3".
+* **References with numbers and pages** (:class:`NumberedReferences`): a reference to a section
+  prints "Section 5.3", to a result "Theorem 5.9", each followed by its page "(p. 134)".
+* **Results set as a textbook sets them**: sphinx-proof's and sphinx-exercise's boxes become the
+  environments of ``infoncebook.sty`` (bold head with number and title; theorem statements in
+  italics; proofs with amsthm's ``proof``, ending in a square; all of them break across pages).
+* **Tables**: every column of natural width (``l``, never wrapped, so no number or word is split),
+  set smaller when the table's widest row would not fit the text width.
+* ``bbm.sty``: ``jupyterBook.cls`` loads it for four macros the book does not use; a two-line
+  stand-in (``\\mathbbm`` as ``\\mathbb``) spares Debian's 1.5 GB ``texlive-fonts-extra``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+__all__ = ["PrintOnly", "NumberedReferences", "setup"]
+
+HERE = Path(__file__).resolve().parent
+STYLE = HERE / "infoncebook.sty"
+#: Docnames (``book/<name>``) whose pages keep their ledger tables in print: the back matter.
+KEEPS_LEDGER = ("book/robustness", "book/cite", "book/appendix_reproducibility", "book/references")
+#: Source fragments of a code cell whose whole output is left out of print.
+LEDGER_CALLS = ("ledger_view(",)
+#: Admonition classes of build notes (left out of print).
+BUILD_NOTES = ("infonce-rerun",)
+#: Result types set upright (the others' statements are in italics, as amsthm's ``plain`` style).
+UPRIGHT = ("definition", "remark", "example", "notation", "assumption", "observation", "algorithm")
+#: Characters of table text that fit the text width at each size (11 pt body on A4/Letter with
+#: the book's margins; a column separator counts as three characters).
+TABLE_SIZES = ((92, ""), (104, r"\small"), (118, r"\footnotesize"), (136, r"\scriptsize"), (10**9, r"\tiny"))
+
+
+def _docname(node: nodes.Node) -> str | None:
+    """The page a node of the assembled LaTeX doctree comes from (its ``start_of_file``)."""
+    while node is not None:
+        if isinstance(node, addnodes.start_of_file):
+            return node["docname"]
+        node = node.parent
+    return None
+
+
+def _raw(tex: str) -> nodes.raw:
+    return nodes.raw("", tex, format="latex")
+
+
+class PrintOnly(SphinxPostTransform):
+    """Leave out of the PDFs what belongs to the web laboratory (see the module docstring)."""
+
+    default_priority = 100  # after myst-nb chose the outputs (4), before sphinx-jupyterbook-latex (700)
+    formats = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        for cell in list(self.document.findall(nodes.container)):
+            if "cell" not in cell.get("classes", []) or cell.parent is None:
+                continue
+            source = " ".join(n.astext() for n in cell.findall(nodes.literal_block)
+                              if "cell_input" in getattr(n.parent, "get", lambda *_: [])("classes", []))
+            if any(call in source for call in LEDGER_CALLS) and _docname(cell) not in KEEPS_LEDGER:
+                cell.parent.remove(cell)
+                continue
+            for part in list(cell.children):
+                if "cell_input" in part.get("classes", []):
+                    cell.remove(part)
+            for block in list(cell.findall(nodes.literal_block)):  # text/plain and stream outputs
+                block.parent.remove(block)
+            if not any(True for _ in cell.findall(lambda n: isinstance(n, (nodes.image, nodes.table,
+                                                                             nodes.paragraph, nodes.math_block)))):
+                cell.parent.remove(cell)
+        for note in list(self.document.findall(nodes.Admonition)):
+            if any(c in note.get("classes", []) for c in BUILD_NOTES) and note.parent is not None:
+                note.parent.remove(note)
+        for label in list(self.document.findall(nodes.inline)):  # the web's copyable result labels
+            if "infonce-label" in label.get("classes", []) and label.parent is not None:
+                label.parent.remove(label)
+        for raw in list(self.document.findall(nodes.raw)):  # HTML-only paragraphs (the PDF links)
+            if raw.get("format") == "html" and raw.parent is not None:
+                raw.parent.remove(raw)
+
+
+class NumberedReferences(SphinxPostTransform):
+    """A reference to a section prints "Section 5.3", to a numbered result "Theorem 5.9", each with
+    its page; the unnumbered sections (front and back matter) keep their titles, with the page."""
+
+    default_priority = 110
+    formats = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        secnumbers = self.env.toc_secnumbers
+        for ref in list(self.document.findall(nodes.reference)):
+            uri = ref.get("refuri", "")
+            if not uri.startswith("%") or "#" not in uri or ref.parent is None:
+                continue
+            doc, anchor = uri[1:].split("#", 1)
+            classes = {c for child in ref.findall(nodes.inline) for c in child.get("classes", [])}
+            number = secnumbers.get(doc, {}).get("#" + anchor)
+            if "std-ref" in classes and number:
+                ref.children = [nodes.Text("Section " + ".".join(map(str, number)))]
+            elif not ("std-ref" in classes or self._is_result(anchor)):
+                continue
+            ref.parent.insert(ref.parent.index(ref) + 1,
+                              _raw(r"~(p.\,\pageref{\detokenize{%s:%s}})" % (doc, anchor)))
+
+    def _is_result(self, anchor: str) -> bool:
+        proofs = getattr(self.env, "proof_list", {}) or {}
+        return anchor in proofs and not proofs[anchor].get("nonumber")
+
+
+class FrontAndBackMatter(SphinxPostTransform):
+    """Chapters numbered as on the web: the pages of the numbered parts get numbers, the others
+    (intro, notation, glossary, back matter) none; tables set in natural-width columns."""
+
+    default_priority = 120
+    formats = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        numbered = {doc for doc, numbers in self.env.toc_secnumbers.items() if numbers}
+        for start in list(self.document.findall(addnodes.start_of_file)):
+            depth = 2 if start["docname"] in numbered else -1
+            start.insert(0, _raw(r"\setcounter{secnumdepth}{%d}" % depth))
+            section = next(iter(start.findall(nodes.section)), None)
+            title = next((c for c in section.children if isinstance(c, nodes.title)), None) if section else None
+            if title is not None:  # on the page's first page: where pipeline/typeset.py splits the book
+                section.insert(section.index(title) + 1, _raw(r"\infoncemark{%s}" % start["docname"]))
+        for table in list(self.document.findall(nodes.table)):
+            self._natural_width(table)
+
+    @staticmethod
+    def _natural_width(table: nodes.table) -> None:
+        group = next(iter(table.findall(nodes.tgroup)), None)
+        if group is None or table.parent is None:
+            return
+        cols = int(group.get("cols", 0)) or 1
+        widths = [0] * cols
+        for row in group.findall(nodes.row):
+            for i, entry in enumerate(row.children[:cols]):
+                widths[i] = max(widths[i], len(entry.astext()))
+        need = sum(widths) + 3 * cols
+        size = next(s for limit, s in TABLE_SIZES if need <= limit)
+        parent, at = table.parent, table.parent.index(table)
+        spec = addnodes.tabular_col_spec()
+        spec["spec"] = "{" + "l" * cols + "}"
+        parent.insert(at, spec)
+        if size:
+            parent.insert(at, _raw("{" + size))
+            parent.insert(parent.index(table) + 1, _raw("}"))
+
+
+# --- sphinx-proof and sphinx-exercise in the LaTeX build -----------------------------------------
+
+_BOX = "\n\\begin{sphinxadmonition}{note}"  # what both extensions open their results with
+
+
+def _rindex(body: list, item: str) -> int:
+    for i in range(len(body) - 1, -1, -1):
+        if body[i] == item:
+            return i
+    raise ValueError(item)
+
+
+def _as_environment(depart, env_of):
+    """Wrap an extension's LaTeX ``depart`` so that the result is set in ``env_of(node)`` (an
+    environment of ``infoncebook.sty`` taking the head as its argument), not in a note box."""
+
+    def _depart(self, node):
+        start = _rindex(self.body, _BOX)
+        depart(self, node)
+        env = env_of(node)
+        self.body[start] = "\n\\begin{%s}" % env
+        self.body[-1] = "\\end{%s}\n" % env
+    return _depart
+
+
+def _result_env(node) -> str:
+    return "infonceupright" if node.get("realtype") in UPRIGHT else "infoncetheorem"
+
+
+class _Proof(SphinxPostTransform):
+    """A sphinx-proof ``proof`` as amsthm's ``proof`` (its "Proof." head and the closing square)."""
+
+    default_priority = 130
+    formats = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        from sphinx_proof.nodes import proof_node
+
+        for node in list(self.document.findall(proof_node)):
+            box = node.children[0] if node.children else None
+            if not isinstance(box, nodes.admonition):
+                continue
+            first = next(iter(box.findall(nodes.Text)), None)
+            if first is not None and str(first).startswith("Proof. "):
+                first.parent.replace(first, nodes.Text(str(first)[len("Proof. "):]))
+            node.replace_self([_raw("\\begin{proof}"), *box.children, _raw("\\end{proof}")])
+
+
+def _latex_numbering(app) -> None:
+    """After sphinx-jupyterbook-latex: figures and results numbered by chapter, as on the web."""
+    if app.builder.format != "latex":
+        return
+    app.config.numfig_secnum_depth = 1
+    from sphinx.util.fileutil import copy_asset_file
+
+    copy_asset_file(str(STYLE), app.outdir)
+    (Path(app.outdir) / "bbm.sty").write_text(
+        "\\ProvidesPackage{bbm}[2026/01/01 infonce-book stand-in: mathbbm as mathbb]\n"
+        "\\RequirePackage{amssymb}\\providecommand{\\mathbbm}[1]{\\mathbb{#1}}\n", encoding="utf-8")
+
+
+def _override_results(app) -> None:
+    import sphinx_exercise.nodes as ex
+    import sphinx_proof.nodes as prf
+
+    for cls in set(prf.NODE_TYPES.values()) | {prf.unenumerable_node}:
+        enumerable = cls is not prf.unenumerable_node
+        visit = prf.visit_enumerable_node if enumerable else prf.visit_unenumerable_node
+        depart = prf.depart_enumerable_node if enumerable else prf.depart_unenumerable_node
+        app.add_node(cls, override=True, latex=(visit, _as_environment(depart, _result_env)))
+    for cls, visit, depart in ((ex.exercise_node, ex.visit_exercise_node, ex.depart_exercise_node),
+                               (ex.exercise_enumerable_node, ex.visit_exercise_enumerable_node,
+                                ex.depart_exercise_enumerable_node),
+                               (ex.solution_node, ex.visit_solution_node, ex.depart_solution_node)):
+        kind = "infoncesolution" if cls is ex.solution_node else "infonceexercise"
+        app.add_node(cls, override=True, latex=(visit, _as_environment(depart, lambda n, k=kind: k)))
+
+
+def setup(app):
+    app.connect("builder-inited", _latex_numbering, priority=900)
+    _override_results(app)
+    for transform in (PrintOnly, NumberedReferences, FrontAndBackMatter, _Proof):
+        app.add_post_transform(transform)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
