@@ -47,13 +47,15 @@ UPRIGHT = ("definition", "remark", "example", "notation", "assumption", "observa
 TABLE_SIZES = ((92, ""), (104, r"\small"), (118, r"\footnotesize"), (136, r"\scriptsize"), (10**9, r"\tiny"))
 
 
-def _docname(node: nodes.Node) -> str | None:
-    """The page a node of the assembled LaTeX doctree comes from (its ``start_of_file``)."""
-    while node is not None:
-        if isinstance(node, addnodes.start_of_file):
-            return node["docname"]
-        node = node.parent
-    return None
+def _pages(document: nodes.document) -> dict[int, str]:
+    """``id(node)`` -> the page (docname) each node of the assembled LaTeX doctree comes from.
+    (Sphinx's ``inline_all_toctrees`` moves a page's children under a ``start_of_file`` without
+    resetting their ``parent``: walking up does not find it, walking down does.)"""
+    pages = {}
+    for start in document.findall(addnodes.start_of_file):  # outer pages first, inner ones override
+        for node in start.findall(nodes.Element):
+            pages[id(node)] = start["docname"]
+    return pages
 
 
 def _raw(tex: str) -> nodes.raw:
@@ -67,12 +69,13 @@ class PrintOnly(SphinxPostTransform):
     formats = ("latex",)
 
     def run(self, **kwargs) -> None:
+        pages = _pages(self.document)
         for cell in list(self.document.findall(nodes.container)):
             if "cell" not in cell.get("classes", []) or cell.parent is None:
                 continue
             source = " ".join(n.astext() for n in cell.findall(nodes.literal_block)
                               if "cell_input" in getattr(n.parent, "get", lambda *_: [])("classes", []))
-            if any(call in source for call in LEDGER_CALLS) and _docname(cell) not in KEEPS_LEDGER:
+            if any(call in source for call in LEDGER_CALLS) and pages.get(id(cell)) not in KEEPS_LEDGER:
                 cell.parent.remove(cell)
                 continue
             for part in list(cell.children):
@@ -86,9 +89,6 @@ class PrintOnly(SphinxPostTransform):
         for note in list(self.document.findall(nodes.Admonition)):
             if any(c in note.get("classes", []) for c in BUILD_NOTES) and note.parent is not None:
                 note.parent.remove(note)
-        for label in list(self.document.findall(nodes.inline)):  # the web's copyable result labels
-            if "infonce-label" in label.get("classes", []) and label.parent is not None:
-                label.parent.remove(label)
         for raw in list(self.document.findall(nodes.raw)):  # HTML-only paragraphs (the PDF links)
             if raw.get("format") == "html" and raw.parent is not None:
                 raw.parent.remove(raw)
@@ -102,14 +102,24 @@ class NumberedReferences(SphinxPostTransform):
     formats = ("latex",)
 
     def run(self, **kwargs) -> None:
-        secnumbers = self.env.toc_secnumbers
+        secnumbers, pages = self.env.toc_secnumbers, _pages(self.document)
+        first_id = {}  # (page, any id of a section) -> the section's first id (its toc anchor)
+        for section in self.document.findall(nodes.section):
+            doc = pages.get(id(section))
+            for ident in section.get("ids", []):
+                first_id[(doc, ident)] = section["ids"][0]
         for ref in list(self.document.findall(nodes.reference)):
             uri = ref.get("refuri", "")
-            if not uri.startswith("%") or "#" not in uri or ref.parent is None:
+            if uri.startswith("%") and "#" in uri:
+                doc, anchor = uri[1:].split("#", 1)
+            elif ref.get("refid"):
+                doc, anchor = pages.get(id(ref)), ref["refid"]
+            else:
                 continue
-            doc, anchor = uri[1:].split("#", 1)
+            if ref.parent is None:
+                continue
             classes = {c for child in ref.findall(nodes.inline) for c in child.get("classes", [])}
-            number = secnumbers.get(doc, {}).get("#" + anchor)
+            number = secnumbers.get(doc, {}).get("#" + first_id.get((doc, anchor), anchor))
             if "std-ref" in classes and number:
                 ref.children = [nodes.Text("Section " + ".".join(map(str, number)))]
             elif not ("std-ref" in classes or self._is_result(anchor)):
@@ -211,7 +221,8 @@ class _Proof(SphinxPostTransform):
 
 
 def _latex_numbering(app) -> None:
-    """After sphinx-jupyterbook-latex: figures and results numbered by chapter, as on the web."""
+    """After sphinx-jupyterbook-latex (which numbers by section): results numbered by chapter, as
+    on the web (the environment's numbers, which sphinx-proof prints)."""
     if app.builder.format != "latex":
         return
     app.config.numfig_secnum_depth = 1
@@ -221,6 +232,36 @@ def _latex_numbering(app) -> None:
     (Path(app.outdir) / "bbm.sty").write_text(
         "\\ProvidesPackage{bbm}[2026/01/01 infonce-book stand-in: mathbbm as mathbb]\n"
         "\\RequirePackage{amssymb}\\providecommand{\\mathbbm}[1]{\\mathbb{#1}}\n", encoding="utf-8")
+
+
+def _resolved(app, doctree, docname) -> None:
+    """The assembled book, before the LaTeX writer sees it: the web's copyable labels after each
+    result's title (``sphinx_ext.add_labels``, on the same event) are left out of print; and, the
+    numbers being assigned, LaTeX's figure and equation counters are reset by chapter (the
+    writer's ``numfigreset`` under ``\\part`` needs one level more than the web's depth)."""
+    if app.builder.format != "latex":
+        return
+    app.config.numfig_secnum_depth = 2
+    for label in list(doctree.findall(nodes.inline)):
+        if "infonce-label" in label.get("classes", []) and label.parent is not None:
+            label.parent.remove(label)
+
+
+def _exercise_visit(visit):
+    """sphinx-exercise labels an exercise ``exercise:<label>`` only; a ``{numref}`` asks for
+    ``<page>:<label>`` with the exercise's number: both."""
+
+    def _visit(self, node):
+        visit(self, node)
+        start = _rindex(self.body, _BOX)
+        label = node.get("label", "")
+        env = self.builder.env
+        entry = getattr(env, "sphinx_exercise_registry", {}).get(label, {})
+        doc = entry.get("docname")
+        number = env.toc_fignumbers.get(doc, {}).get("exercise", {}).get(node.get("ids", [label])[0])
+        if doc and number:
+            self.body.insert(start, r"\infoncelabel{%s}{\detokenize{%s:%s}}" % (".".join(map(str, number)), doc, label))
+    return _visit
 
 
 def _override_results(app) -> None:
@@ -237,11 +278,14 @@ def _override_results(app) -> None:
                                 ex.depart_exercise_enumerable_node),
                                (ex.solution_node, ex.visit_solution_node, ex.depart_solution_node)):
         kind = "infoncesolution" if cls is ex.solution_node else "infonceexercise"
+        if cls is not ex.solution_node:
+            visit = _exercise_visit(visit)
         app.add_node(cls, override=True, latex=(visit, _as_environment(depart, lambda n, k=kind: k)))
 
 
 def setup(app):
     app.connect("builder-inited", _latex_numbering, priority=900)
+    app.connect("doctree-resolved", _resolved, priority=900)
     _override_results(app)
     for transform in (PrintOnly, NumberedReferences, FrontAndBackMatter, _Proof):
         app.add_post_transform(transform)
