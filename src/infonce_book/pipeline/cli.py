@@ -22,9 +22,9 @@ from ..experiment.ledger import format_table, load_records
 from ..experiment.paths import project_root
 from ..experiment.profiles import PROFILES
 from ..utils.device import DEVICES
-from . import typeset as pdf_build
 from . import run as pipeline
 from . import timings
+from . import typeset as pdf_build
 
 
 def _seed(value: str) -> int:
