@@ -16,14 +16,16 @@ Listed in ``_config.yml`` ``extra_extensions``; nothing here changes the HTML bu
 * **Results set as a textbook sets them**: sphinx-proof's and sphinx-exercise's boxes become the
   environments of ``infoncebook.sty`` (bold head with number and title; theorem statements in
   italics; proofs with amsthm's ``proof``, ending in a square; all of them break across pages).
-* **Tables**: every column of natural width (``l``, never wrapped, so no number or word is split),
-  set smaller when the table's widest row would not fit the text width.
+* **Tables**: no number or word is ever split: numbers in columns of natural width (never
+  wrapped), no hyphenation; a table set smaller when its widest row would not fit the text width,
+  and when even that does not fit, its text columns wrap between words.
 * ``bbm.sty``: ``jupyterBook.cls`` loads it for four macros the book does not use; a two-line
   stand-in (``\\mathbbm`` as ``\\mathbb``) spares Debian's 1.5 GB ``texlive-fonts-extra``.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -44,7 +46,10 @@ BUILD_NOTES = ("infonce-rerun",)
 UPRIGHT = ("definition", "remark", "example", "notation", "assumption", "observation", "algorithm")
 #: Characters of table text that fit the text width at each size (11 pt body on A4/Letter with
 #: the book's margins; a column separator counts as three characters).
-TABLE_SIZES = ((92, ""), (104, r"\small"), (118, r"\footnotesize"), (136, r"\scriptsize"), (10**9, r"\tiny"))
+TABLE_SIZES = ((92, ""), (104, r"\small"), (118, r"\footnotesize"))
+#: A table cell with a word of four letters or more is text (it may wrap between words); the others
+#: (numbers, intervals, dashes, short flags) are set in columns that never wrap.
+_WORD = re.compile(r"[A-Za-z]{4,}")
 
 
 def _pages(document: nodes.document) -> dict[int, str]:
@@ -89,6 +94,9 @@ class PrintOnly(SphinxPostTransform):
         for note in list(self.document.findall(nodes.Admonition)):
             if any(c in note.get("classes", []) for c in BUILD_NOTES) and note.parent is not None:
                 note.parent.remove(note)
+        for xref in list(self.document.findall(nodes.inline)):  # {ref}`genindex`: the printed index
+            if "xref" in xref.get("classes", []) and xref.astext() == "genindex" and xref.parent is not None:
+                xref.replace_self(nodes.Text("index"))
         for raw in list(self.document.findall(nodes.raw)):  # HTML-only paragraphs (the PDF links)
             if raw.get("format") == "html" and raw.parent is not None:
                 raw.parent.remove(raw)
@@ -153,23 +161,36 @@ class FrontAndBackMatter(SphinxPostTransform):
 
     @staticmethod
     def _natural_width(table: nodes.table) -> None:
+        """Numbers in columns of natural width (never wrapped); when the table would not fit the
+        text width even in a smaller size, its text columns wrap between words (never inside one)."""
         group = next(iter(table.findall(nodes.tgroup)), None)
         if group is None or table.parent is None:
             return
         cols = int(group.get("cols", 0)) or 1
-        widths = [0] * cols
+        widths, numeric = [0] * cols, [True] * cols
         for row in group.findall(nodes.row):
             for i, entry in enumerate(row.children[:cols]):
-                widths[i] = max(widths[i], len(entry.astext()))
+                text = entry.astext()
+                widths[i] = max(widths[i], len(text))
+                if row.parent.tagname == "tbody" and _WORD.search(text):
+                    numeric[i] = False
         need = sum(widths) + 3 * cols
-        size = next(s for limit, s in TABLE_SIZES if need <= limit)
+        fits = [(limit, size) for limit, size in TABLE_SIZES if need <= limit and size in ("", r"\small", r"\footnotesize")]
+        if fits:
+            size, spec = fits[0][1], "l" * cols
+        else:  # wrap the text columns, in the shares of their widths of what the numbers leave
+            size, capacity = r"\footnotesize", TABLE_SIZES[2][0]
+            fixed = sum(w + 3 for w, n in zip(widths, numeric) if n)
+            text = sum(w for w, n in zip(widths, numeric) if not n) or 1
+            room = max(capacity - fixed - 3 * numeric.count(False), 10 * numeric.count(False))
+            spec = "".join("l" if n else r">{\raggedright\arraybackslash}p{%.3f\linewidth}" % (room * w / text / capacity)
+                           for w, n in zip(widths, numeric))
         parent, at = table.parent, table.parent.index(table)
-        spec = addnodes.tabular_col_spec()
-        spec["spec"] = "{" + "l" * cols + "}"
-        parent.insert(at, spec)
-        if size:
-            parent.insert(at, _raw("{" + size))
-            parent.insert(parent.index(table) + 1, _raw("}"))
+        col_spec = addnodes.tabular_col_spec()
+        col_spec["spec"] = "{" + spec + "}"
+        parent.insert(at, col_spec)
+        parent.insert(at, _raw("{" + size + r"\hyphenpenalty=10000\exhyphenpenalty=10000"))
+        parent.insert(parent.index(table) + 1, _raw("}"))
 
 
 # --- sphinx-proof and sphinx-exercise in the LaTeX build -----------------------------------------
