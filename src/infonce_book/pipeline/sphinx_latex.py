@@ -96,7 +96,7 @@ class PrintOnly(SphinxPostTransform):
                 note.parent.remove(note)
         for xref in list(self.document.findall(nodes.inline)):  # {ref}`genindex`: the printed index
             if "xref" in xref.get("classes", []) and xref.astext() == "genindex" and xref.parent is not None:
-                xref.replace_self(nodes.Text("index"))
+                xref.parent.replace(xref, nodes.Text("index"))
         for raw in list(self.document.findall(nodes.raw)):  # HTML-only paragraphs (the PDF links)
             if raw.get("format") == "html" and raw.parent is not None:
                 raw.parent.remove(raw)
