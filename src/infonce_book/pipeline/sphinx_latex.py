@@ -45,8 +45,9 @@ BUILD_NOTES = ("infonce-rerun",)
 #: Result types set upright (the others' statements are in italics, as amsthm's ``plain`` style).
 UPRIGHT = ("definition", "remark", "example", "notation", "assumption", "observation", "algorithm")
 #: Characters of table text that fit the text width at each size (11 pt body on A4/Letter with
-#: the book's margins; a column separator counts as three characters).
-TABLE_SIZES = ((92, ""), (104, r"\small"), (118, r"\footnotesize"))
+#: the book's margins; a column separator counts as four characters). A table with text columns
+#: goes no smaller than footnote size: its text wraps instead.
+TABLE_SIZES = ((80, ""), (88, r"\small"), (97, r"\footnotesize"), (110, r"\scriptsize"), (145, r"\tiny"))
 #: A table cell with a word of four letters or more is text (it may wrap between words); the others
 #: (numbers, intervals, dashes, short flags) are set in columns that never wrap.
 _WORD = re.compile(r"[A-Za-z]{4,}")
@@ -174,20 +175,21 @@ class FrontAndBackMatter(SphinxPostTransform):
                 widths[i] = max(widths[i], len(text))
                 if row.parent.tagname == "tbody" and _WORD.search(text):
                     numeric[i] = False
-        need = sum(widths) + 3 * cols
-        fits = [(limit, size) for limit, size in TABLE_SIZES if need <= limit and size in ("", r"\small", r"\footnotesize")]
-        if fits:
-            size, spec = fits[0][1], "l" * cols
+        need = sum(widths) + 4 * cols
+        sizes = TABLE_SIZES if all(numeric) else TABLE_SIZES[:3]
+        fits = [size for limit, size in sizes if need <= limit]
+        if fits or all(numeric):
+            size, spec = (fits or [sizes[-1][1]])[0], "l" * cols
         else:  # wrap the text columns, in the shares of their widths of what the numbers leave
             size, capacity = r"\footnotesize", TABLE_SIZES[2][0]
-            fixed = sum(w + 3 for w, n in zip(widths, numeric) if n)
+            fixed = sum(w + 4 for w, n in zip(widths, numeric) if n)
             text = sum(w for w, n in zip(widths, numeric) if not n) or 1
-            room = max(capacity - fixed - 3 * numeric.count(False), 10 * numeric.count(False))
+            room = max(capacity - fixed - 4 * numeric.count(False), 10 * numeric.count(False))
             spec = "".join("l" if n else r">{\raggedright\arraybackslash}p{%.3f\linewidth}" % (room * w / text / capacity)
                            for w, n in zip(widths, numeric))
         parent, at = table.parent, table.parent.index(table)
         col_spec = addnodes.tabular_col_spec()
-        col_spec["spec"] = "{" + spec + "}"
+        col_spec["spec"] = spec
         parent.insert(at, col_spec)
         parent.insert(at, _raw("{" + size + r"\hyphenpenalty=10000\exhyphenpenalty=10000"))
         parent.insert(parent.index(table) + 1, _raw("}"))
@@ -229,7 +231,7 @@ class _Proof(SphinxPostTransform):
     formats = ("latex",)
 
     def run(self, **kwargs) -> None:
-        from sphinx_proof.nodes import proof_node
+        from sphinx_proof.nodes import proof_node  # optional: a book extension, loaded by Sphinx first
 
         for node in list(self.document.findall(proof_node)):
             box = node.children[0] if node.children else None
@@ -247,7 +249,7 @@ def _latex_numbering(app) -> None:
     if app.builder.format != "latex":
         return
     app.config.numfig_secnum_depth = 1
-    from sphinx.util.fileutil import copy_asset_file
+    from sphinx.util.fileutil import copy_asset_file  # heavy: only the LaTeX builder needs it
 
     copy_asset_file(str(STYLE), app.outdir)
     (Path(app.outdir) / "bbm.sty").write_text(
@@ -286,8 +288,8 @@ def _exercise_visit(visit):
 
 
 def _override_results(app) -> None:
-    import sphinx_exercise.nodes as ex
-    import sphinx_proof.nodes as prf
+    import sphinx_exercise.nodes as ex  # optional: book extensions, loaded by Sphinx before this one
+    import sphinx_proof.nodes as prf  # optional: as above
 
     for cls in set(prf.NODE_TYPES.values()) | {prf.unenumerable_node}:
         enumerable = cls is not prf.unenumerable_node

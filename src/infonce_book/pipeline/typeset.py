@@ -107,7 +107,7 @@ def _run_jupyter_book(site: Path, paper: str, log) -> Path:
 def _write_pages(reader, first: int, last: int, start_label: str, title: str, target: Path) -> None:
     """Pages ``first``..``last`` (physical, from 1) of ``reader`` as ``target``, numbered as in the
     book (arabic labels from ``start_label``; a roman label keeps the book's)."""
-    from pypdf import PdfWriter
+    from pypdf import PdfWriter  # optional (the test extra): only `infonce-book pdf` needs it
 
     writer = PdfWriter()
     writer.append(reader, pages=(first - 1, last), import_outline=False)
@@ -128,7 +128,7 @@ def build_pdfs(build_dir: Path, root: Path, *, edition: str = "web", paper: str 
             missing (``make tex-deps``), the LaTeX build failing, or its log reporting an error or
             an undefined reference.
     """
-    from pypdf import PdfReader
+    from pypdf import PdfReader  # optional (the test extra): only `infonce-book pdf` needs it
 
     if edition not in EDITIONS:
         raise ValueError(f"edition must be one of {', '.join(EDITIONS)}; got {edition!r}")
