@@ -79,8 +79,9 @@ def test_the_book_the_appendix_and_one_pdf_per_chapter_with_the_books_page_numbe
     assert "Chapter 1" in readers["c1_rate.pdf"].pages[0].extract_text()
     html = smoke_book.build / ("html" if made.book.parent.name == "pdf" else "html-students")
     assert sorted(p.name for p in (html / "pdf").glob("*.pdf")) == sorted(readers)
-    intro = (html / "intro.html").read_text(encoding="utf-8")
-    assert 'href="pdf/book.pdf"' in intro and "PDF of the whole book" in intro
+    intro = (html / "book" / "intro.html").read_text(encoding="utf-8")
+    assert 'href="../pdf/book.pdf"' in intro and "PDF of the whole book" in intro
+    assert 'href="../pdf/c1_rate.pdf"' in (html / "book" / "c1_rate.html").read_text(encoding="utf-8")
 
 
 def test_the_latex_log_has_no_error_and_no_undefined_reference(pdfs):

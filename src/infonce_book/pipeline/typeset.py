@@ -109,6 +109,8 @@ def _write_pages(reader, first: int, last: int, start_label: str, title: str, ta
     book (arabic labels from ``start_label``; a roman label keeps the book's)."""
     from pypdf import PdfWriter  # optional (the test extra): only `infonce-book pdf` needs it
 
+    while last > first and _part_page(reader.pages[last - 1]):  # the next part's title page, blank pages
+        last -= 1
     writer = PdfWriter()
     writer.append(reader, pages=(first - 1, last), import_outline=False)
     if start_label.isdigit():
@@ -116,6 +118,12 @@ def _write_pages(reader, first: int, last: int, start_label: str, title: str, ta
     writer.add_metadata({**(reader.metadata or {}), "/Title": title})
     with open(target, "wb") as fh:
         writer.write(fh)
+
+
+def _part_page(page) -> bool:
+    """A part's title page ("Part II" and its caption, nothing else), or a blank page."""
+    text = " ".join(page.extract_text().split())
+    return not text or bool(re.fullmatch(r"Part [IVX]+ [^.]{1,60}", text))
 
 
 def build_pdfs(build_dir: Path, root: Path, *, edition: str = "web", paper: str = "a4", log=print) -> PdfBuild:
