@@ -168,25 +168,26 @@ class FrontAndBackMatter(SphinxPostTransform):
         if group is None or table.parent is None:
             return
         cols = int(group.get("cols", 0)) or 1
-        widths, numeric = [0] * cols, [True] * cols
+        widths, body, numeric = [0] * cols, [1] * cols, [True] * cols
         for row in group.findall(nodes.row):
             for i, entry in enumerate(row.children[:cols]):
                 text = entry.astext()
                 widths[i] = max(widths[i], len(text))
-                if row.parent.tagname == "tbody" and _WORD.search(text):
-                    numeric[i] = False
+                if row.parent.tagname == "tbody":
+                    body[i] = max(body[i], len(text))
+                    numeric[i] = numeric[i] and not _WORD.search(text)
         need = sum(widths) + 4 * cols
-        sizes = TABLE_SIZES if all(numeric) else TABLE_SIZES[:3]
-        fits = [size for limit, size in sizes if need <= limit]
-        if fits or all(numeric):
-            size, spec = (fits or [sizes[-1][1]])[0], "l" * cols
-        else:  # wrap the text columns, in the shares of their widths of what the numbers leave
-            size, capacity = r"\footnotesize", TABLE_SIZES[2][0]
-            fixed = sum(w + 4 for w, n in zip(widths, numeric) if n)
+        fits = [size for limit, size in TABLE_SIZES[:3] if need <= limit]
+        if fits:
+            size, spec = fits[0], "l" * cols
+        else:  # every column wraps between words: a number column as wide as its widest number, the
+            # text columns share the rest; smaller sizes when the numbers alone need them
+            numbers = sum(b + 4 for b, n in zip(body, numeric) if n) + 12 * numeric.count(False)
+            capacity, size = next(((limit, s) for limit, s in TABLE_SIZES[2:] if numbers <= limit), TABLE_SIZES[-1])
             text = sum(w for w, n in zip(widths, numeric) if not n) or 1
-            room = max(capacity - fixed - 4 * numeric.count(False), 10 * numeric.count(False))
-            spec = "".join("l" if n else r">{\raggedright\arraybackslash}p{%.3f\linewidth}" % (room * w / text / capacity)
-                           for w, n in zip(widths, numeric))
+            room = capacity - sum(b + 4 for b, n in zip(body, numeric) if n) - 4 * numeric.count(False)
+            chars = [b + 1 if n else max(8.0, room * w / text) for b, w, n in zip(body, widths, numeric)]
+            spec = "".join(r">{\raggedright\arraybackslash}p{%.3f\linewidth}" % (c / capacity) for c in chars)
         parent, at = table.parent, table.parent.index(table)
         col_spec = addnodes.tabular_col_spec()
         col_spec["spec"] = spec
