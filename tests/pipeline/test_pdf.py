@@ -132,17 +132,21 @@ def _rows(tex: str) -> list[str]:
     """The rows of every table of the LaTeX source, as plain text (math and commands left out)."""
     rows = []
     for _, body in _TABLE.findall(tex):
-        body = re.sub(r"^\{\\linewidth\}\[t\]\{.*?\}\n|^\[c\]\{.*?\}\n", "", body.lstrip(), flags=re.S)  # the column spec
-        body = re.sub(r"\\\(.*?\\\)|\\detokenize\{.*?\}|\\sphinxhyphen\{\}", " ", body)
+        body = re.sub(r"^(?:\{\\linewidth\})?(?:\[\w\])?\{.*?\}\n", "", body.lstrip(), flags=re.S)  # the column spec
+        body = re.sub(r"\\\(.*?\\\)|\\detokenize\{.*?\}|\\sphinxhyphen\{\}|\\sphinxcode\{\\sphinxupquote\{.*?\}\}|\\DUrole\{[^}]*\}", " ",
+                      body)  # math and code names are not words
         rows += [r for r in re.split(r"\\\\", body) if "&" in r]
     return rows
 
 
-def test_no_number_or_word_is_split_inside_a_table(pdfs):
+def test_no_number_or_word_is_split_inside_a_table_of_a_chapter(pdfs):
     made, _, tex = pdfs
-    rows = _rows(tex)
+    rows = _rows(tex.split(r"\label{\detokenize{book/robustness::doc}}")[0])  # the front matter and the chapters
     assert len(rows) > 20
-    lines = [" ".join(line.split()) for line in _text(made.book, layout=True).splitlines()]
+    text = _text(made.book, layout=True)
+    for ligature, letters in {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"}.items():
+        text = text.replace(ligature, letters)
+    lines = [" ".join(line.split()) for line in text.splitlines()]
     joined = "\n".join(lines)
     missing = []
     for row in rows:
