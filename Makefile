@@ -16,7 +16,7 @@ TORCH ?= cpu
 TORCH_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: book book-students pdf pdf-students timings test test-fast lint typecheck _test-fast-part _test-book-part smoke chapter install browser-deps gpu-wheels gpu-check-rehearse clean help typecheck-losses
+.PHONY: book book-students pdf pdf-students timings test test-fast lint typecheck _test-fast-part _test-book-part smoke chapter install browser-deps tex-deps gpu-wheels gpu-check-rehearse clean help typecheck-losses
 
 help:
 	@echo "make book   - execute every chapter (profile=$(PROFILE)) and build _build/html"
@@ -26,11 +26,12 @@ help:
 	@echo "make typecheck - mypy over the library's typed packages (pyproject.toml [tool.mypy])"
 	@echo "make smoke  - build the book at the smoke profile (minutes on 2 cores)"
 	@echo "make book-students - the student edition (no solutions) in _build/html-students"
-	@echo "make pdf    - the book, then _build/pdf/: book.pdf, appendix.pdf, one PDF per chapter (PAPER=$(PAPER); needs chromium: make browser-deps)"
+	@echo "make pdf    - the book, then _build/pdf/: book.pdf, appendix.pdf, one PDF per chapter, typeset by LaTeX (PAPER=$(PAPER))"
 	@echo "make pdf-students - the student edition, then _build/pdf-students/ (the same PDFs, no solutions)"
 	@echo "make timings - record every chapter's time (smoke, standard) for the README and the rerun boxes"
 	@echo "make chapter CHAPTER=c1_rate - execute one chapter (profile=$(PROFILE), device=$(DEVICE), seed=$(SEED))"
 	@echo "make browser-deps - install Debian's chromium for tests/pipeline/test_browser.py (needs root and apt-get)"
+	@echo "make tex-deps - install Debian's TeX Live for the PDFs (xelatex, latexmk, xindy; needs root and apt-get)"
 	@echo "make gpu-wheels - download into .gpu-wheels/ the wheels an offline GPU machine lacks (README: Running on a GPU)"
 	@echo "make gpu-check-rehearse - the GPU check on this CPU, with no download (smoke profile, --device cpu)"
 	@echo "make clean  - remove _build"
@@ -59,11 +60,12 @@ book: $(VENV)/.installed
 book-students: $(VENV)/.installed
 	$(BIN)/infonce-book build --edition students --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
 
-# PDFs are printed from the HTML build with chromium (see src/infonce_book/pipeline/pdf.py).
-pdf: book
+# The PDFs are typeset by LaTeX through jupyter-book's own builder from the built site
+# (src/infonce_book/pipeline/typeset.py); TeX Live comes from Debian (make tex-deps).
+pdf: book tex-deps
 	$(BIN)/infonce-book pdf --paper $(PAPER)
 
-pdf-students: book-students
+pdf-students: book-students tex-deps
 	$(BIN)/infonce-book pdf --edition students --paper $(PAPER)
 
 timings: $(VENV)/.installed
@@ -84,6 +86,19 @@ browser-deps:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	    || echo "warning: could not install chromium; tests/pipeline/test_browser.py will be skipped"; \
 	else echo "warning: chromium not found and apt-get unavailable (or not root); tests/pipeline/test_browser.py will be skipped"; fi
+
+# TeX Live for the PDFs (and tests/pipeline/test_pdf.py, skipped, saying why, without it): Debian's
+# packages, without texlive-fonts-extra (1.5 GB; pipeline/sphinx_latex.py stands in for the one
+# file of it that jupyter-book's LaTeX class loads, bbm.sty).
+TEX_PACKAGES := texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended texlive-xetex latexmk xindy
+tex-deps:
+	@if command -v xelatex >/dev/null 2>&1 && command -v latexmk >/dev/null 2>&1 && command -v xindy >/dev/null 2>&1 \
+	  && kpsewhich amsthm.sty unicode-math.sty ucharclasses.sty tcolorbox.sty >/dev/null 2>&1; then \
+	  echo "TeX Live: $$(command -v xelatex), $$(command -v latexmk), $$(command -v xindy)"; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    $(TEX_PACKAGES) >/dev/null; \
+	else echo "error: TeX Live not found and apt-get unavailable (or not root): install $(TEX_PACKAGES)" >&2; exit 1; fi
 
 # A CUDA machine with no network (README "Running on a GPU") runs `python3 scripts/gpu_check.py`
 # with its own python3 and CUDA torch; what it lacks travels as wheels in .gpu-wheels/ (ignored by

@@ -20,9 +20,12 @@ def test_show_table_has_math_headers_no_index_a_dash_for_nan_and_thousands_separ
 def test_a_long_table_shows_its_first_rows_and_the_whole_table_in_a_collapsed_box():
     df = pd.DataFrame({"k": range(73)})
     md = show_table(df, {"k": "$k$"}, preview=5)._repr_markdown_()
-    head, box = md.split("::::{admonition} All 73 rows")
-    assert head.count("\n| ") == 5 and "The first 5 of 73 rows" in head
+    web, printed = md.split("````{only} latex")
+    head, box = web.split("::::{admonition} All 73 rows")
+    assert head.startswith("````{only} html\n") and head.count("\n| ") == 5 + 1 and "The first 5 of 73 rows" in head
     assert ":class: dropdown" in box and box.count("\n| ") == 73 + 1 and "×" not in md  # rows and header
+    # print (the LaTeX build) has the whole table once, and no words about a box
+    assert printed.count("\n| ") == 73 + 1 and "box" not in printed
 
 
 @pytest.mark.parametrize("header", ["ci_low", "r3_err", "n_gap_cv_se", "two_point_max", "asym_law", "tau"])

@@ -56,3 +56,24 @@ def minimal_project(tmp_path: Path) -> Path:
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
                                        "  - file: book/ok\n  - file: book/bad\n")
     return tmp_path
+
+
+#: Where a chromium executable is looked for (tests/pipeline/test_browser.py), after ``INFONCE_BOOK_CHROMIUM``.
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome",
+                       "google-chrome-stable")
+
+
+def find_chromium() -> str | None:
+    """A chromium executable: ``INFONCE_BOOK_CHROMIUM`` if set (and present), else the first of
+    :data:`CHROMIUM_CANDIDATES` found; ``None`` if there is none."""
+    import os
+    import shutil
+
+    env = os.environ.get("INFONCE_BOOK_CHROMIUM")
+    if env:
+        return env if shutil.which(env) or Path(env).is_file() else None
+    for c in CHROMIUM_CANDIDATES:
+        found = shutil.which(c) or (c if Path(c).is_file() and os.access(c, os.X_OK) else None)
+        if found:
+            return found
+    return None

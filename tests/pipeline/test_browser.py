@@ -23,7 +23,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from infonce_book.pipeline import run as pipeline
-from infonce_book.pipeline.pdf import CHROMIUM_CANDIDATES, find_chromium
+
+from .support import CHROMIUM_CANDIDATES, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "_build" / "screenshots"

@@ -72,3 +72,10 @@ def test_without_the_book_extra_the_command_names_it(args):
     assert json.loads(proc.stderr.strip().splitlines()[-1])["rc"] == 2
     assert "needs 'pandas'" in proc.stderr and "pip install 'infonce-book[book]'" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_cli_paper_sizes_are_the_print_routes():
+    from infonce_book.pipeline import cli
+    from infonce_book.pipeline.typeset import PAPERS
+
+    assert set(cli.PAPERS) == set(PAPERS)

@@ -288,7 +288,7 @@ class GluedFigure:
         size = figure_size(fig) if size is None else size
         self.png = _png(fig, size)
         pdf = io.BytesIO()
-        fig.savefig(pdf, format="pdf", bbox_inches="tight", facecolor="white")
+        fig.savefig(pdf, format="pdf", bbox_inches="tight", facecolor="white", dpi=300)  # rasters inside: 300 dpi
         self.pdf = pdf.getvalue()
         self.width_px, self.height_px = Image.open(io.BytesIO(self.png)).size
 
@@ -316,10 +316,11 @@ def glue_figure(name: str, fig) -> None:
     check_figure(fig, name)
     size = check_figure_size(fig, name)
     ip = get_ipython()
-    if ip is not None:  # the kernel renders figures as PNG at twice the dpi, shown at their size
+    if ip is not None:  # the kernel renders figures as PNG at twice the dpi, shown at their size,
+        # and as PDF (vector), which the printed book (the LaTeX build) takes instead of the PNG
         from matplotlib_inline.backend_inline import set_matplotlib_formats  # optional: kernels only
 
-        set_matplotlib_formats("retina")
+        set_matplotlib_formats("retina", "pdf")
         if not under_pipeline():
             display(fig, metadata={"infonce_book": {"figure": name, "titles": figure_titles(fig)}})
     glue(name, GluedFigure(fig, size), display=False)

@@ -4,7 +4,7 @@
 outputs as MyST, ``nb_render_markdown_format: myst``): headers in mathematics, no index column,
 numbers in one format (thousands separators; four significant figures unless told), a dash with
 a note for a value that is not defined, and a long table shown by its first rows with the whole
-table in a collapsed box below (opened by a click; printed in full in the PDF).
+table in a collapsed box below (opened by a click; the PDF prints the whole table once, in its place).
 :func:`ledger_view` is the chapters' table of their claims-ledger records, with each record's
 test and verdict.
 """
@@ -74,9 +74,10 @@ class ReaderTable:
             return _markdown(self.header, self.rows) + tail + "\n"
         shown = _markdown(self.header, self.rows[: self.preview])
         full = _markdown(self.header, self.rows)
-        return (f"{shown}\n\nThe first {self.preview} of {len(self.rows)} {self.what}; all of them in the box "
-                f"below.{tail}\n\n::::{{admonition}} All {len(self.rows)} {self.what}\n:class: dropdown\n\n"
-                f"{full}\n::::\n")
+        # The web shows the first rows and the rest in a collapsed box; print has the table once.
+        return (f"````{{only}} html\n{shown}\n\nThe first {self.preview} of {len(self.rows)} {self.what}; "
+                f"all of them in the box below.{tail}\n\n::::{{admonition}} All {len(self.rows)} {self.what}\n"
+                f":class: dropdown\n\n{full}\n::::\n````\n\n````{{only}} latex\n{full}{tail}\n````\n")
 
     def __repr__(self) -> str:
         return self._repr_markdown_()

@@ -67,7 +67,7 @@ def _fill_markers(site: Path, generators: dict) -> list[Path]:
 
 
 #: The hidden paragraph the pipeline puts after the title of the intro and of each chapter;
-#: ``infonce-book pdf`` (:func:`infonce_book.pipeline.pdf.activate_pdf_links`) turns it into a link
+#: ``infonce-book pdf`` (:func:`infonce_book.pipeline.typeset.activate_pdf_links`) turns it into a link
 #: to the page's PDF once that exists. ``{name}``: the PDF's file name.
 PDF_PLACEHOLDER = '<p class="infonce-pdf" data-pdf="{name}" hidden></p>'
 BOOK_PDF = "book.pdf"

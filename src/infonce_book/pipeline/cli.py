@@ -3,7 +3,8 @@
     infonce-book run CHAPTER [--profile P] [--device D] [--seed N] [--force]
     infonce-book build [--profile P] [--device D] [--seed N] [--force] [--edition web|students]
     infonce-book pdf [--build-dir DIR] [--edition web|students] [--paper a4|letter]
-                                                (after build: _build/pdf/book.pdf, appendix.pdf, one per chapter)
+                                                (after build: _build/pdf/book.pdf, appendix.pdf, one per chapter,
+                                                 typeset by LaTeX through jupyter-book; needs make tex-deps)
     infonce-book timings record|readme          (chapter times for the README and the rerun boxes)
     infonce-book ledger [--format json|table] [--id ID ...]
     infonce-book chapters
@@ -25,7 +26,10 @@ from ..experiment.paths import project_root
 from ..experiment.profiles import PROFILES
 from . import timings
 from .editions import EDITIONS
-from .pdf_pages import PAPERS
+
+#: The paper sizes of ``infonce-book pdf`` (the keys of :data:`infonce_book.pipeline.typeset.PAPERS`,
+#: which imports the print route; a test checks that the two agree).
+PAPERS = ("a4", "letter")
 
 #: The accepted ``--device`` names (and ``cuda:N``); :data:`infonce_book.utils.device.DEVICES`, which
 #: imports torch (a test checks that the two agree).
@@ -70,10 +74,11 @@ def _parser() -> argparse.ArgumentParser:
     common(b)
     b.add_argument("--edition", choices=EDITIONS, default="web",
                    help="web (default: _build/html) or students (no solutions: _build/html-students)")
-    pd = sub.add_parser("pdf", help="print the HTML build to _build/pdf (book.pdf and one PDF per chapter)")
+    pd = sub.add_parser("pdf", help="typeset the built book with LaTeX to _build/pdf (book.pdf, appendix.pdf, one PDF "
+                        "per chapter)")
     pd.add_argument("--build-dir", type=Path, default=None, help="build folder (default: _build)")
     pd.add_argument("--edition", choices=EDITIONS, default="web",
-                    help="web (default: _build/html to _build/pdf) or students (_build/html-students, "
+                    help="web (default: _build/site to _build/pdf) or students (_build/site-students, "
                          "after `make book-students`, to _build/pdf-students)")
     pd.add_argument("--paper", choices=sorted(PAPERS), default="a4", help="paper size (default: a4)")
     tm = sub.add_parser("timings", help="record the chapter times (README table, rerun boxes)")
@@ -216,7 +221,7 @@ def _main(argv=None) -> int:
                                  edition=args.edition, log=log))
             return 0
         if args.command == "pdf":
-            from . import pdf as pdf_build  # the printer's tool chain: per command
+            from . import typeset as pdf_build  # the print route's tool chain: per command
 
             made = pdf_build.build_pdfs((args.build_dir or root / "_build"), root, edition=args.edition,
                                         paper=args.paper, log=log)
