@@ -10,7 +10,8 @@
 //    click on to the bound one (which opens the dialog on a narrow screen and, through
 //    sphinx-book-theme's own handler, hides or shows the sidebar on a wide one). Delete this part
 //    when a fixed theme is installed: tests/pipeline/test_browser_nav.py taps the buttons.
-// 2. The ".pdf" entry of the download menu prints the page (window.print()); the book has a PDF of
+// 2. The search buttons' accessible name is their visible text ("Search Ctrl+K").
+// 3. The ".pdf" entry of the download menu prints the page (window.print()); the book has a PDF of
 //    each chapter (`infonce-book pdf`, linked after the title): the entry opens it, and is removed
 //    on a page without one.
 (() => {
@@ -26,6 +27,9 @@
         });
       }
     }
+    // The search buttons read "Search Ctrl+K" but were named "Search" for screen readers (a
+    // label that hides the visible text, flagged by axe-core): their name is their text.
+    document.querySelectorAll(".search-button__button[aria-label]").forEach((b) => b.removeAttribute("aria-label"));
     const pdf = document.querySelector("p.infonce-pdf a[href]");
     document.querySelectorAll(".btn-download-pdf-button").forEach((button) => {
       if (pdf) {
