@@ -147,10 +147,16 @@ _IMG = re.compile(r"<img (?![^>]*\bloading=)")
 
 
 def _page_extras(app, pagename, templatename, context, doctree) -> None:
-    """The meta description; images below the first screen load when scrolled to."""
-    context["infonce_description"] = description(doctree) if doctree is not None else ""
+    """The meta description (the first paragraph, else the title); images below the first screen
+    load when scrolled to; the bibliography's entries are list items (docutils marks them with the
+    deprecated role ``doc-biblioentry`` inside a ``list``, which axe-core reports as critical)."""
+    text = description(doctree) if doctree is not None else ""
+    if doctree is not None and not text and context.get("title"):
+        text = f"{re.sub(r'<[^>]+>', '', context['title'])}: {app.config.project}"
+    context["infonce_description"] = text
     if context.get("body"):
-        context["body"] = _IMG.sub('<img loading="lazy" decoding="async" ', context["body"])
+        body = _IMG.sub('<img loading="lazy" decoding="async" ', context["body"])
+        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
 
 
 _ICON = re.compile(r'((?:\.fa-[a-z0-9-]+:before,?)+)\{content:"\\([0-9a-f]+)"\}')
