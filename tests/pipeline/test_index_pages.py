@@ -81,11 +81,12 @@ def test_the_first_page_links_the_indexes_the_chapters_and_their_results(smoke_b
     top = main.split('id="who-it-is-for"', 1)[0]  # everything above "Who it is for"
     assert re.search(r'<a class="reference internal" href="c1_rate.html">.*?Start reading', top, re.S)
     assert 'href="../prf-prf.html"' in top and 'href="../genindex.html"' in top
-    assert '<img alt="Top, training' in top and "intro_idea" in top  # the idea in one picture
+    assert re.search(r'<img [^>]*alt="Top, training', top) and "intro_idea" in top  # the idea in one picture
     chapters = re.search(r'<section id="the-six-chapters-one-result-each">(.*?)</section>', top, re.S).group(1)
     items = re.findall(r"<li>(.*?)</li>", chapters, re.S)
-    assert len(items) == len(pipeline.chapters(ROOT)) - len(pipeline.back_matter(ROOT)) == 6
-    for stem, item in zip([s for s in pipeline.chapters(ROOT) if s.startswith("c")], items):
+    stems = [s for s in pipeline.chapters(ROOT) if re.match(r"c\d+_", s)]
+    assert len(items) == len(stems) == 6
+    for stem, item in zip(stems, items):
         assert f'href="{stem}.html"' in item
         assert "glue" not in _text(item) and "::" not in _text(item)
     glued = [re.findall(r'<span class="pasted-text">([^<]+)</span>', item) for item in items]

@@ -155,7 +155,8 @@ def _page_extras(app, pagename, templatename, context, doctree) -> None:
         text = f"{re.sub(r'<[^>]+>', '', context['title'])}: {app.config.project}"
     context["infonce_description"] = text
     if context.get("body"):
-        body = _IMG.sub('<img loading="lazy" decoding="async" ', context["body"])
+        head, img, rest = context["body"].partition("<img ")  # the first image is likely in view
+        body = head + img + _IMG.sub('<img loading="lazy" decoding="async" ', rest)
         context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
 
 
