@@ -152,7 +152,7 @@ def _page_extras(app, pagename, templatename, context, doctree) -> None:
     deprecated role ``doc-biblioentry`` inside a ``list``, which axe-core reports as critical)."""
     text = description(doctree) if doctree is not None else ""
     if doctree is not None and not text and context.get("title"):
-        text = f"{re.sub(r'<[^>]+>', '', context['title'])}: {app.config.project}"
+        text = f"{re.sub(r'<[^>]+>', '', context['title'])}: {app.config.html_title or app.config.project}"
     context["infonce_description"] = text
     if context.get("body"):
         head, img, rest = context["body"].partition("<img ")  # the first image is likely in view
