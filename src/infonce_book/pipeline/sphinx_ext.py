@@ -148,7 +148,7 @@ _IMG = re.compile(r"<img (?![^>]*\bloading=)")
 
 def _page_extras(app, pagename, templatename, context, doctree) -> None:
     """The meta description (the first paragraph, else the title); images below the first screen
-    load when scrolled to; no sphinx-design files where no page element uses them; the bibliography's entries are list items (docutils marks them with the
+    load when scrolled to; the bibliography's entries are list items (docutils marks them with the
     deprecated role ``doc-biblioentry`` inside a ``list``, which axe-core reports as critical)."""
     text = description(doctree) if doctree is not None else ""
     if doctree is not None and not text and context.get("title"):
@@ -158,7 +158,12 @@ def _page_extras(app, pagename, templatename, context, doctree) -> None:
         head, img, rest = context["body"].partition("<img ")  # the first image is likely in view
         body = head + img + _IMG.sub('<img loading="lazy" decoding="async" ', rest)
         context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
-    if "sd-" not in context.get("body", ""):  # sphinx-design (63 KB) on the pages that use it only
+
+
+def _drop_unused_design(app, pagename, templatename, context, doctree) -> None:
+    """sphinx-design's files (63 KB) on the pages that use it only (runs last: the page's own
+    scripts are added to the list before)."""
+    if "sd-" not in context.get("body", ""):
         for key in ("css_files", "script_files"):
             context[key] = [f for f in context.get(key, [])
                             if not any(n in str(getattr(f, "filename", f)) for n in ("sphinx-design", "design-tabs"))]
@@ -237,6 +242,7 @@ def setup(app):
     app.set_html_assets_policy("always")
     app.connect("html-page-context", _dedupe_inline_scripts, priority=900)
     app.connect("html-page-context", _page_extras)
+    app.connect("html-page-context", _drop_unused_design, priority=950)
     app.connect("config-inited", _add_templates)
     app.connect("builder-inited", _add_static)
     app.connect("build-finished", subset_icon_fonts)
