@@ -30,7 +30,7 @@ help:
 	@echo "make pdf-students - the student edition, then _build/pdf-students/ (the same PDFs, no solutions)"
 	@echo "make timings - record every chapter's time (smoke, standard) for the README and the rerun boxes"
 	@echo "make chapter CHAPTER=c1_rate - execute one chapter (profile=$(PROFILE), device=$(DEVICE), seed=$(SEED))"
-	@echo "make browser-deps - install Debian's chromium for tests/pipeline/test_browser.py (needs root and apt-get)"
+	@echo "make browser-deps - install Debian's chromium for the browser tests (needs apt-get and root or sudo; make test runs it)"
 	@echo "make tex-deps - install Debian's TeX Live for the PDFs (xelatex, latexmk, xindy; needs root and apt-get)"
 	@echo "make gpu-wheels - download into .gpu-wheels/ the wheels an offline GPU machine lacks (README: Running on a GPU)"
 	@echo "make gpu-check-rehearse - the GPU check on this CPU, with no download (smoke profile, --device cpu)"
@@ -78,14 +78,17 @@ chapter: $(VENV)/.installed
 	@test -n "$(CHAPTER)" || { echo "usage: make chapter CHAPTER=<name> [PROFILE=standard DEVICE=auto SEED=0]; chapters:"; $(BIN)/infonce-book chapters; exit 2; }
 	$(BIN)/infonce-book run $(CHAPTER) --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
 
-# The browser test (tests/pipeline/test_browser.py) drives Debian's chromium with Playwright; it is
-# skipped, saying why, when no chromium is found. This installs it where apt-get can.
+# The browser tests (tests/pipeline/test_browser*.py) drive Debian's chromium with Playwright. `make test`
+# runs this first: it installs chromium where apt-get works (as root, or with password-less sudo);
+# elsewhere it warns, the browser tests are skipped, and the test run's last line says how many
+# (tests/conftest.py; with CI=true such a skip fails the run).
 browser-deps:
 	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \
-	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	    || echo "warning: could not install chromium; tests/pipeline/test_browser.py will be skipped"; \
-	else echo "warning: chromium not found and apt-get unavailable (or not root); tests/pipeline/test_browser.py will be skipped"; fi
+	elif command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || sudo -n true 2>/dev/null; }; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+	  ($$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null) \
+	    || echo "warning: could not install chromium; the browser tests will be skipped"; \
+	else echo "warning: chromium not found and apt-get unavailable (or neither root nor sudo); the browser tests will be skipped"; fi
 
 # TeX Live for the PDFs (and tests/pipeline/test_pdf.py, skipped, saying why, without it): Debian's
 # packages, without texlive-fonts-extra (1.5 GB; pipeline/sphinx_latex.py stands in for the one
@@ -137,7 +140,8 @@ test-fast: lint typecheck
 # make test: ruff and mypy, then the tests outside the whole book (fast and slow, one process) and
 # the whole-book tests (one process, one smoke build) side by side, since the book's half leaves a
 # core mostly idle; each one's output is printed when it ends.
-test: lint typecheck
+test: lint typecheck browser-deps
+	@$(MAKE) --no-print-directory tex-deps || echo "warning: no TeX Live; the PDF tests will be skipped"
 	@$(MAKE) --no-print-directory -j2 --output-sync=target _test-fast-part _test-book-part
 
 _test-fast-part:

@@ -77,3 +77,35 @@ def smoke_students(smoke_book) -> Path:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert " ran " not in proc.stderr  # every chapter was reused, none executed again
     return smoke_book.build / "html-students"
+
+
+# A test group skipped for want of a browser must not hide behind a green line: the run's LAST line
+# says how many browser tests were skipped and why, and under CI (CI=true, where `.ci/run` installs
+# chromium first) such a skip fails the run.
+_NO_BROWSER = ("chromium", "playwright")
+
+
+def _browser_skips(terminalreporter) -> list[str]:
+    reasons = []
+    for rep in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(rep, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
+        if any(word in reason.lower() for word in _NO_BROWSER):
+            reasons.append(reason)
+    return reasons
+
+
+def pytest_sessionfinish(session, exitstatus):
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skips = _browser_skips(reporter) if reporter is not None else []
+    session.config._infonce_browser_skips = skips
+    if skips and os.environ.get("CI", "").lower() in ("1", "true", "yes") and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config):
+    skips = getattr(config, "_infonce_browser_skips", [])
+    if skips:
+        why = "no chromium" if any("chromium" in r.lower() for r in skips) else "no playwright"
+        ci = " (CI: this fails the run)" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else ""
+        print(f"\n{len(skips)} browser tests skipped: {why}; `make browser-deps` installs chromium{ci}")

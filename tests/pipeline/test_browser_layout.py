@@ -132,3 +132,59 @@ def test_titles_and_search_results_have_no_raw_tex(chromium, served):
         assert not RAW_TEX.search(page.title())
     finally:
         context.close()
+
+
+TEX_NAMES = re.compile(r"\b(mathbb|mathcal|mathrm|mathbf|operatorname|frac|sqrt|left|right)\b")
+CODE = re.compile(r"\b[A-Z_]{3,} = |^\s*(import|from|def) ", re.M)  # lines of code cells
+
+
+@pytest.mark.parametrize("query", ["temperature", "negatives", "bound"])
+def test_search_summaries_have_no_tex_names_or_code_and_titles_rank_first(chromium, served, query):
+    """Sphinx cuts each result's summary from the found page's text: formulas turned into text
+    ("𝔼", not "mathbb E"), displayed formulas and code left out; a page whose title holds the query
+    is found first ("temperature": Chapter 3)."""
+    base, _ = served
+    context = chromium.new_context(viewport={"width": 1300, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(base + f"search.html?q={query}", wait_until="load")
+        page.wait_for_selector("#search-results ul.search li", timeout=60000)
+        page.wait_for_function("document.querySelectorAll('#search-results p.context').length > 2", timeout=60000)
+        page.wait_for_timeout(1500)  # the summaries arrive one by one
+        summaries = page.locator("#search-results p.context").all_inner_texts()
+        assert [s for s in summaries if TEX_NAMES.search(s) or CODE.search(s) or RAW_TEX.search(s)] == []
+        if query == "temperature":
+            first = page.locator("#search-results ul.search li > a").first
+            assert "c3_temperature.html" in first.get_attribute("href")
+    finally:
+        context.close()
+
+
+def test_hovering_a_reference_previews_its_target(chromium, served):
+    """sphinx-tippy's previews (tippy.js vendored; the page may reach nothing but the local server):
+    hovering a reference to a result of another chapter, a figure or an equation shows a preview."""
+    base, _ = served
+    context = chromium.new_context(viewport={"width": 1300, "height": 900})
+    context.route("**/*", lambda r: r.continue_() if "127.0.0.1" in r.request.url else r.abort())
+    targets = {"book/c2_search.html": {"result": "[href='c1_rate.html#c1-lem-identity']",
+                                       "equation": "[href^='#equation-']"},
+               "book/c1_rate.html": {"figure": "[href='#c1-fig-idea']"}}
+    try:
+        for rel, links in targets.items():
+            page = context.new_page()
+            page.goto(base + rel, wait_until="load")
+            assert page.evaluate(WAIT_FOR_MATHJAX) == "typeset"
+            page.wait_for_timeout(500)
+            for kind, selector in links.items():
+                link = page.locator(f"article.bd-article a.reference.internal{selector}").first
+                assert link.count() == 1, kind
+                link.scroll_into_view_if_needed()
+                link.hover()
+                box = page.locator(".tippy-box").last
+                box.wait_for(state="visible", timeout=5000)
+                assert len(box.inner_text().strip()) > 10, kind
+                page.mouse.move(5, 5)
+                page.wait_for_timeout(400)
+            page.close()
+    finally:
+        context.close()

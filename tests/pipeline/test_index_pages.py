@@ -70,3 +70,26 @@ def test_every_chapter_links_to_the_glossary(smoke_book):
             continue
         page = (smoke_book.html / "book" / f"{stem}.html").read_text(encoding="utf-8")
         assert 'href="glossary.html#term-' in page, f"{stem}: no term linked to the glossary"
+
+
+def test_the_first_page_links_the_indexes_the_chapters_and_their_results(smoke_book):
+    """The intro (index.html redirects to it) opens with a "Start reading" link, links the proof
+    index and the general index, and names each of the six chapters with a result whose numbers
+    are glued from the executed chapters (no glue role left as text, no number missing)."""
+    intro = (smoke_book.html / "book" / "intro.html").read_text(encoding="utf-8")
+    main = intro.split('<article class="bd-article">', 1)[1]
+    top = main.split('id="who-it-is-for"', 1)[0]  # everything above "Who it is for"
+    assert re.search(r'<a class="reference internal" href="c1_rate.html">.*?Start reading', top, re.S)
+    assert 'href="../prf-prf.html"' in top and 'href="../genindex.html"' in top
+    assert re.search(r'<img [^>]*alt="Top, training', top) and "intro_idea" in top  # the idea in one picture
+    chapters = re.search(r'<section id="the-six-chapters-one-result-each">(.*?)</section>', top, re.S).group(1)
+    items = re.findall(r"<li>(.*?)</li>", chapters, re.S)
+    stems = [s for s in pipeline.chapters(ROOT) if re.match(r"c\d+_", s)]
+    assert len(items) == len(stems) == 6
+    for stem, item in zip(stems, items):
+        assert f'href="{stem}.html"' in item
+        assert "glue" not in _text(item) and "::" not in _text(item)
+    glued = [re.findall(r'<span class="pasted-text">([^<]+)</span>', item) for item in items]
+    assert [len(g) for g in glued] == [2, 1, 2, 0, 2, 2]
+    assert all(re.fullmatch(r"-?[0-9][0-9.,]*", v) for g in glued for v in g), glued
+    assert '<svg class="infonce-reading-path"' in top and '<a href="c6_digits.html">' in top

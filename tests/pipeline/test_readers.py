@@ -248,7 +248,7 @@ def test_rendered_pages_carry_version_rerun_box_downloads_launch_buttons_and_bac
         assert md and (html / "book" / md.group(1)).resolve().is_file()
         # No launch buttons while repository.url is a placeholder (they would open nothing).
         assert "mybinder.org/v2" not in page and "colab.research.google.com/github" not in page
-        assert "cdn.jsdelivr.net/npm/mathjax" not in page and "_static/mathjax/tex-chtml-full.js" in page
+        assert "cdn.jsdelivr.net/npm/mathjax" not in page and f"_static/{CONFIG['sphinx']['config']['mathjax_path']}" in page
     cite = (html / "book" / "cite.html").read_text()
     for stem in chapters:
         assert f"infoncebook2026-{stem}" in cite

@@ -6,8 +6,8 @@ prefix, ``c4-thm-lipschitz``; see README "Layout"). References forward ("Chapter
 bound") are pointers, not prerequisites, and are not counted: the path follows the book's order. The pipeline puts :func:`reading_path_markdown` into
 the page holding ``<!-- infonce-book: reading-path -->`` (the intro): a table of the direct uses
 and a small diagram (an inline SVG drawn here, no external tool) of the uses that are not implied
-by others (the transitive reduction), chapters in columns by how long a chain leads to them. As
-the chapters change, the diagram follows at the next build.
+by others (the transitive reduction), chapters in rows by how long a chain leads to them, each box
+a link to its chapter. As the chapters change, the diagram follows at the next build.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def _reduce(uses: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 def _levels(uses: dict[str, list[str]]) -> dict[str, int]:
-    """Column of each chapter: at least the length of the longest chain of uses leading to it,
-    and just left of the first chapter that uses it."""
+    """Row of each chapter: at least the length of the longest chain of uses leading to it,
+    and just above the first chapter that uses it."""
     level: dict[str, int] = {}
 
     def depth(a, path=()):
@@ -76,7 +76,7 @@ def _levels(uses: dict[str, list[str]]) -> dict[str, int]:
 
     for a in uses:
         depth(a)
-    # then as late as possible: a chapter sits just left of its first user (short arrows)
+    # then as late as possible: a chapter sits just above its first user (short arrows)
     for a in sorted(uses, key=lambda s: -level[s]):
         users = [u for u, used in uses.items() if a in used]
         if users:
@@ -85,36 +85,42 @@ def _levels(uses: dict[str, list[str]]) -> dict[str, int]:
 
 
 def diagram_svg(uses: dict[str, list[str]], numbers: dict[str, int]) -> str:
-    """An inline SVG: one box per chapter ("4 continuity"), an arrow from a chapter to each
-    chapter that uses it (transitive reduction), columns by :func:`_levels`."""
+    """An inline SVG, narrow enough for a phone at its natural size (about 340 px wide): one box
+    per chapter ("4 continuity"), a link to the chapter's page (``<stem>.html``, beside the intro),
+    in rows by :func:`_levels` from top to bottom, and an arrow from a chapter down to each
+    chapter that uses it (transitive reduction)."""
     reduced = _reduce(uses)
     level = _levels(uses)
-    cols: dict[int, list[str]] = {}
+    rows: dict[int, list[str]] = {}
     for stem in uses:
-        cols.setdefault(level[stem], []).append(stem)
-    w, h, gx, gy, pad = 132, 34, 56, 18, 8
-    pos = {stem: (pad + c * (w + gx), pad + r * (h + gy)) for c, stems in cols.items()
-           for r, stem in enumerate(stems)}
-    width = pad * 2 + (max(cols) + 1) * w + max(cols) * gx
-    height = pad * 2 + max(len(s) for s in cols.values()) * (h + gy) - gy
-    parts = [f'<svg class="infonce-reading-path" xmlns="http://www.w3.org/2000/svg" role="img" '
-             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-             f'style="max-width: 100%; height: auto" '
-             f'aria-label="Which chapters use which">',
+        rows.setdefault(level[stem], []).append(stem)
+    w, h, gx, gy, pad = 150, 36, 24, 30, 6
+    per_row = max(len(s) for s in rows.values())
+    width = pad * 2 + per_row * w + (per_row - 1) * gx
+    height = pad * 2 + (max(rows) + 1) * (h + gy) - gy
+    pos = {}
+    for r, stems in rows.items():
+        left = (width - len(stems) * w - (len(stems) - 1) * gx) / 2  # each row centred
+        for i, stem in enumerate(stems):
+            pos[stem] = (left + i * (w + gx), pad + r * (h + gy))
+    muted = "var(--pst-color-text-muted, #555)"
+    parts = [f'<svg class="infonce-reading-path" xmlns="http://www.w3.org/2000/svg" role="group" '
+             f'width="{width:g}" height="{height:g}" viewBox="0 0 {width:g} {height:g}" '
+             f'style="max-width: 100%; height: auto" aria-label="Which chapters use which">',
              '<defs><marker id="infonce-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-             'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
-             'fill="#555"/></marker></defs>']
+             f'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
+             f'style="fill: {muted}"/></marker></defs>']
     for a, bs in reduced.items():
-        for b in bs:  # a uses b: the arrow goes from b (read first) to a
+        for b in bs:  # a uses b: the arrow goes from b (read first) down to a
             (x1, y1), (x2, y2) = pos[b], pos[a]
-            parts.append(f'<line x1="{x1 + w}" y1="{y1 + h / 2}" x2="{x2}" y2="{y2 + h / 2}" stroke="#555" '
-                         f'stroke-width="1.3" marker-end="url(#infonce-arrow)"/>')
+            parts.append(f'<line x1="{x1 + w / 2:g}" y1="{y1 + h:g}" x2="{x2 + w / 2:g}" y2="{y2:g}" '
+                         f'style="stroke: {muted}" stroke-width="1.5" marker-end="url(#infonce-arrow)"/>')
     for stem, (x, y) in pos.items():
         label = f"{numbers[stem]} {stem.split('_', 1)[1]}" if "_" in stem else stem
-        # (no <a> inside the SVG: the table below links every chapter)
-        parts.append(f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="6" fill="#eef3fb" '
-                     f'stroke="#3b6db3"/><text x="{x + w / 2}" y="{y + h / 2 + 5}" text-anchor="middle" '
-                     f'font-family="sans-serif" font-size="14" fill="#1a1a1a">{escape(label)}</text>')
+        parts.append(f'<a href="{stem}.html"><rect x="{x:g}" y="{y:g}" width="{w}" height="{h}" rx="6" '
+                     f'fill="#eef3fb" stroke="#3b6db3"/><text x="{x + w / 2:g}" y="{y + h / 2 + 5:g}" '
+                     f'text-anchor="middle" font-family="sans-serif" font-size="15" fill="#1a1a1a">'
+                     f'{escape(label)}</text></a>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -128,6 +134,6 @@ def reading_path_markdown(pages: dict[str, Path]) -> str:
         after = ", ".join(f"{numbers[u]} ({{doc}}`{u}`)" for u in used) or "only the {doc}`notation`"
         rows.append(f"| {numbers[stem]} | {{doc}}`{stem}` | {after} |")
     return ("<figure class=\"infonce-reading-path\">\n" + diagram_svg(uses, numbers) + "\n</figure>\n\n"
-            "An arrow from one chapter to another: the second uses results of the first (read from "
-            "the chapters' cross-references at every build).\n\n"
+            "An arrow from one chapter down to another: the second uses results of the first (read "
+            "from the chapters' cross-references at every build). Each box opens its chapter.\n\n"
             "| chapter | page | uses results of chapters |\n|---|---|---|\n" + "\n".join(rows) + "\n")

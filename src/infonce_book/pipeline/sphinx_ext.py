@@ -20,19 +20,28 @@
   general index, numbers and titles in the proof index: :mod:`~infonce_book.pipeline.sphinx_index`.
 * **Titles as plain text** where nothing typesets them (the ``<title>``, the search index and
   results): :mod:`~infonce_book.pipeline.sphinx_titles`.
+* **Every screen** (issue 34): the theme's menu and contents buttons work on phones and tablets (a
+  shim, ``infonce-theme.js``, until pydata-sphinx-theme #2451 is fixed), and its ".pdf" button
+  opens the chapter's PDF; images keep their aspect (``infonce-book.css``); a favicon and a meta
+  description on every page (its first paragraph, math as text).
+* **A lighter page**: ``templates/layout.html`` drops the theme's fontawesome.js (1.5 MB) and the
+  render-blocking search index from every page but the search page; the icon font is cut down to
+  the icons the pages show (:func:`subset_icon_fonts`); images load lazily, out of view.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from docutils import nodes
 
-from .sphinx_index import setup_index
+from .sphinx_index import plain_text, setup_index
 from .sphinx_solutions import CompleteSolutionLinks
 from .sphinx_titles import setup_titles
 
 STATIC = Path(__file__).resolve().parent / "static"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 #: sphinx-proof types whose label is shown (the numbered results; proofs have no label).
 PROOF_TYPES = ("theorem", "lemma", "proposition", "corollary", "definition", "conjecture", "remark",
@@ -111,14 +120,138 @@ def _add_static(app) -> None:
         app.config.html_static_path.append(str(STATIC))
 
 
+def _add_templates(app, config) -> None:
+    config.templates_path.append(str(TEMPLATES))
+    if not config.html_favicon:
+        config.html_favicon = str(STATIC / "favicon.svg")
+    if not config.html_search_scorer:  # a page whose title holds the query first
+        config.html_search_scorer = str(STATIC / "infonce-scorer.js")
+
+
+def description(doctree: nodes.document, limit: int = 160) -> str:
+    """A page's meta description: its first paragraph of prose (not in a box, table or caption),
+    math as plain text, cut at a word before ``limit`` characters."""
+    skip = (nodes.Admonition, nodes.table, nodes.caption, nodes.figure, nodes.footnote, nodes.citation)
+    for para in doctree.findall(nodes.paragraph):
+        parent, inside = para.parent, False
+        while parent is not None and not inside:
+            inside = isinstance(parent, skip) or "admonition" in " ".join(parent.get("classes", []))
+            parent = parent.parent
+        text = " ".join(plain_text(para).split())
+        if not inside and len(text) >= 40:
+            return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+    return ""
+
+
+_IMG = re.compile(r"<img (?![^>]*\bloading=)")
+
+
+def _page_extras(app, pagename, templatename, context, doctree) -> None:
+    """The meta description (the first paragraph, else the title); images below the first screen
+    load when scrolled to; the bibliography's entries are list items (docutils marks them with the
+    deprecated role ``doc-biblioentry`` inside a ``list``, which axe-core reports as critical)."""
+    text = description(doctree) if doctree is not None else ""
+    if doctree is not None and not text and context.get("title"):
+        text = f"{re.sub(r'<[^>]+>', '', context['title'])}: {app.config.html_title or app.config.project}"
+    context["infonce_description"] = text
+    if context.get("body"):
+        head, img, rest = context["body"].partition("<img ")  # the first image is likely in view
+        body = head + img + _IMG.sub('<img loading="lazy" decoding="async" ', rest)
+        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+
+
+def _drop_unused_design(app, pagename, templatename, context, doctree) -> None:
+    """sphinx-design's files (63 KB) on the pages that use it only (runs last: the page's own
+    scripts are added to the list before)."""
+    if "sd-" not in context.get("body", ""):
+        for key in ("css_files", "script_files"):
+            context[key] = [f for f in context.get(key, [])
+                            if not any(n in str(getattr(f, "filename", f)) for n in ("sphinx-design", "design-tabs"))]
+
+
+_ICON = re.compile(r'((?:\.fa-[a-z0-9-]+:before,?)+)\{content:"\\([0-9a-f]+)"\}')
+
+
+def subset_icon_fonts(app, exception) -> None:
+    """Cut the theme's Font Awesome fonts (solid 156 KB, regular) down to the icons the book shows:
+    those the built pages name (``fa-bars``, ...) and those the style sheets draw themselves (the
+    admonitions' icons, private-use characters in the CSS). Written as
+    ``_static/infonce-fa-{solid,regular}.woff``, which ``infonce-book.css`` declares after the
+    theme's fonts (the last declaration of a face wins)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    from fontTools import subset
+
+    out = Path(app.outdir)
+    used = set()
+    for page in out.rglob("*.html"):
+        used |= set(re.findall(r"\bfa-([a-z0-9-]+)", page.read_text(encoding="utf-8", errors="ignore")))
+    codes = set()
+    for sheet in (out / "_static").rglob("*.css"):
+        css = sheet.read_text(encoding="utf-8", errors="ignore")
+        codes |= {int(code, 16) for names, code in _ICON.findall(css)
+                  if used & set(re.findall(r"\.fa-([a-z0-9-]+):before", names))}
+        rest = _ICON.sub("", css)
+        codes |= {ord(c) for c in rest if 0xE000 <= ord(c) <= 0xF8FF}
+        codes |= {int(code, 16) for code in re.findall(r"\\([ef][0-9a-f]{3})\b", rest)}
+    fonts = out / "_static" / "vendor" / "fontawesome" / "webfonts"
+    for style, source in (("solid", "fa-solid-900.ttf"), ("regular", "fa-regular-400.ttf")):  # (woff2: brotli)
+        options = subset.Options(flavor="woff", layout_features=["*"])
+        font = subset.load_font(str(fonts / source), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=codes)
+        subsetter.subset(font)
+        subset.save_font(font, str(out / "_static" / f"infonce-fa-{style}.woff"), options)
+
+
+def optimise_pngs(app, exception, max_rms: float = 1.5) -> None:
+    """Shrink the built figures (``_images/*.png``): an opaque PNG is stored with a palette of 256
+    colours when that changes it by at most ``max_rms`` (root mean square, of 255) and is smaller,
+    otherwise recompressed losslessly; a figure with transparency is only recompressed. Matplotlib's
+    figures have few colours: their PNGs shrink about fourfold, invisibly."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    for path in (Path(app.outdir) / "_images").glob("*.png"):
+        with Image.open(path) as image:
+            image.load()
+        if image.mode == "RGBA" and image.getextrema()[3][0] == 255:
+            image = image.convert("RGB")
+        candidates = [image]
+        if image.mode == "RGB":
+            palette = image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+            error = np.asarray(palette.convert("RGB"), float) - np.asarray(image, float)
+            if np.sqrt(np.mean(error ** 2)) <= max_rms:
+                candidates.append(palette)
+        best = min((_png_bytes(c, io) for c in candidates), key=len)
+        if len(best) < path.stat().st_size:
+            path.write_bytes(best)
+
+
+def _png_bytes(image, io) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG", optimize=True)
+    return buffer.getvalue()
+
+
 def setup(app):
     app.set_html_assets_policy("always")
     app.connect("html-page-context", _dedupe_inline_scripts, priority=900)
+    app.connect("html-page-context", _page_extras)
+    app.connect("html-page-context", _drop_unused_design, priority=950)
+    app.connect("config-inited", _add_templates)
     app.connect("builder-inited", _add_static)
+    app.connect("build-finished", subset_icon_fonts)
+    app.connect("build-finished", optimise_pngs)
     app.connect("doctree-resolved", add_labels)
     app.add_css_file("infonce-book.css")
     app.add_js_file("infonce-layout.js", priority=900)  # long inline formulas scroll on a phone
+    app.add_js_file("infonce-theme.js", priority=900)  # the theme's sidebar buttons and ".pdf" button
     setup_titles(app)
     app.add_post_transform(CompleteSolutionLinks)
     setup_index(app)
-    return {"version": "2", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {"version": "3", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -2,7 +2,8 @@
 // a narrow screen (see the screen section of infonce-book.css). MathJax 3 does not break lines, so
 // after typesetting (and when the window is resized) each inline formula wider than its paragraph
 // is marked `infonce-wide`; a formula that then scrolls (display or inline) is marked
-// `infonce-scrolls`, which shades its right edge: a cue that the rest is a swipe away.
+// `infonce-scrolls`, which shades its right edge: a cue that the rest is a swipe away. A formula or
+// a table that scrolls is a Tab stop (so that a keyboard can scroll it); no other formula is.
 (() => {
   const mark = () => {
     document.querySelectorAll("main mjx-container:not([display='true'])").forEach((m) => {
@@ -14,6 +15,11 @@
     document.querySelectorAll("main mjx-container").forEach((m) => {
       const scrolls = getComputedStyle(m).overflowX === "auto" && m.scrollWidth > m.clientWidth + 4;
       m.classList.toggle("infonce-scrolls", scrolls);
+      if (scrolls) m.tabIndex = 0; else m.removeAttribute("tabindex");
+    });
+    // A table that scrolls sideways is reached with the keyboard too (it is a Tab stop then).
+    document.querySelectorAll("main table").forEach((t) => {
+      if (t.scrollWidth > t.clientWidth + 1) t.tabIndex = 0; else t.removeAttribute("tabindex");
     });
   };
   const start = () => {
