@@ -32,7 +32,9 @@ RUN_AXE = """async (rules) => {
   const r = await axe.run(document, options);
   return r.violations.filter(v => ['serious', 'critical'].includes(v.impact)).map(v =>
     `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.help} -- ` +
-    v.nodes.slice(0, 3).map(n => n.target.join(' ') + (n.any[0] ? ' [' + n.any[0].message.slice(0, 90) + ']' : '')).join('; '));
+    v.nodes.slice(0, 3)
+      .map(n => n.target.join(' ') + (n.any[0] ? ' [' + n.any[0].message.slice(0, 90) + ']' : ''))
+      .join('; '));
 }"""
 
 #: Formulas that are Tab stops, but for those that scroll sideways (a keyboard must reach them).

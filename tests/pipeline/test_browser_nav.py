@@ -38,7 +38,8 @@ def _dialog_links(page, dialog: str) -> int:
     return page.evaluate("""(sel) => { const d = document.querySelector(sel);
         if (!d || !d.open) return 0;
         return Array.from(d.querySelectorAll('a[href]')).filter(a => {
-          const r = a.getBoundingClientRect(); return r.width > 0 && r.height > 0 && r.bottom > 0 && r.top < innerHeight;
+          const r = a.getBoundingClientRect();
+          return r.width > 0 && r.height > 0 && r.bottom > 0 && r.top < innerHeight;
         }).length; }""", dialog)
 
 
@@ -71,7 +72,8 @@ def test_menu_and_contents_buttons_open_on_phones_and_tablets(chromium, served, 
 
 
 SIDEBAR_SHOWN = """() => { const s = document.querySelector('#pst-primary-sidebar');
-    const r = s.getBoundingClientRect(); return getComputedStyle(s).visibility !== 'hidden' && r.right > 0 && r.width > 50; }"""
+    const r = s.getBoundingClientRect();
+    return getComputedStyle(s).visibility !== 'hidden' && r.right > 0 && r.width > 50; }"""
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -32,7 +32,8 @@ TIMES = """(() => { const t = setInterval(() => {
 }, 5); })();"""
 #: When the last of MathJax's scripts had arrived.
 MATHJAX_LOADED = """Math.max(...performance.getEntriesByType('resource')
-    .filter(e => e.name.includes('/_static/mathjax/') && e.name.split('?')[0].endsWith('.js')).map(e => e.responseEnd))"""
+    .filter(e => e.name.includes('/_static/mathjax/') && e.name.split('?')[0].endsWith('.js'))
+    .map(e => e.responseEnd))"""
 
 
 def test_a_chapter_page_is_light_and_its_math_arrives_fast_on_a_slow_connection(chromium, served):
