@@ -214,7 +214,7 @@ def activate_pdf_links(html: Path, pdf_dir: Path) -> list[Path]:
             if not pdf.is_file():
                 return m.group(0)
             rel = os.path.relpath(pdf, page.parent).replace(os.sep, "/")
-            what = "the whole book" if pdf.name == BOOK_PDF else "this chapter"
+            what = {BOOK_PDF: "the whole book", APPENDIX_PDF: "the appendix"}.get(pdf.name, "this chapter")
             return (f'<p class="infonce-pdf"><a class="reference download" href="{rel}" download>'
                     f'PDF of {what}</a> ({pdf.stat().st_size / 1e6:.1f} MB, typeset by LaTeX)</p>')
 
