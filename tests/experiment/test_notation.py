@@ -8,8 +8,7 @@ from infonce_book.experiment.notation import Entry, chapter_declarations, notati
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Clashes known and not yet resolved, each named: the test fails if one appears that is not here,
-#: and if one here is resolved (then delete its line). Chapter 4's Donsker-Varadhan parameter is
-#: also written gamma; it is not declared until it is renamed.
+#: and if one here is resolved (then delete its line).
 KNOWN = set()
 
 

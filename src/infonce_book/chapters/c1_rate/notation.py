@@ -17,5 +17,5 @@ SYMBOLS = {
     '\\lambda_3': "mixed third moment of two negatives' normalised weights in one NT-Xent row",
     '\\operatorname{cum}_r': '$r$-th cumulant',
     'C(\\tau)': 'uniform constant of the rate $\\lvert L_k - \\log k - L_\\infty\\rvert \\le C(\\tau)/k$',
-    '\\gamma': "covariance of two negatives' normalised weights in one NT-Xent row",
+    '\\gamma_{\\mathrm{NT}}': "covariance of two negatives' normalised weights in one NT-Xent row",
 }

@@ -20,4 +20,5 @@ SYMBOLS = {
     '\\omega_k': '$\\min(1, kp_{\\max})$',
     '\\hat R_n': 'empirical Rademacher complexity of the loss class',
     '\\bar\\Lambda_n': 'root mean square of a Lipschitz constant over the sample',
+    '\\gamma': 'parameter of the Donsker–Varadhan family of continuity bounds',
 }
