@@ -32,7 +32,8 @@ from ..theory.pacbayes import gaussian_kl_isotropic
 from ..utils.validation import check_k, check_scalar
 from .pacbayes import PRIOR_SCALES, canonical_mean, normalised_linear_losses
 
-__all__ = ["SHIFTS", "POSTERIOR_SCALES", "SIMILARITY_CURVATURE", "loss_curvature", "derandomisation_cost",
+__all__ = ["SHIFTS", "POSTERIOR_SCALES", "posterior_draw_values", "SIMILARITY_CURVATURE",
+           "loss_curvature", "derandomisation_cost",
            "mc_decoupled_losses", "bernstein_posterior_certificate", "holdout_certificate"]
 
 #: Shifts ``c - log k`` of the decoupled loss, fixed before the data: the un-expected Bernstein
@@ -101,18 +102,32 @@ def mc_decoupled_losses(mean: torch.Tensor, scale: float, tuples, tau: float, n_
     I)`` and ``i_l`` uniform on the tuples (indices first, then parameters, per chunk): shape
     ``(n_draws,)``, float64, nats."""
     x, xp, xn = tuples
+    out = posterior_draw_values(mean, scale, x.shape[0], n_draws, generator, chunk=chunk, device=x.device,
+                                value=lambda th, idx: normalised_linear_losses(th, x[idx], xp[idx], xn[idx], tau,
+                                                                                 variant="decoupled"))
+    return (out - math.log(xn.shape[1])).to(torch.float64)
+
+
+def posterior_draw_values(mean: torch.Tensor, scale: float, n: int, n_draws: int, generator: torch.Generator, *,
+                          value, chunk: int, device: torch.device | str) -> torch.Tensor:
+    """``value(theta_l, i_l)`` for ``n_draws`` i.i.d. pairs: ``i_l`` uniform on ``n`` tuples and
+    ``theta_l ~ N(mean, scale^2 I)``, drawn per chunk (the chunk's indices first, then its
+    parameters, from ``generator``), concatenated: shape ``(n_draws,)``.
+
+    Raises:
+        ValueError: ``n_draws`` or ``chunk`` not a positive integer; ``scale`` negative.
+    """
     n_draws, chunk = check_k(n_draws, "n_draws"), check_k(chunk, "chunk")
     scale = check_scalar(scale, "scale", ge=0)
-    n, k = x.shape[0], xn.shape[1]
     out = []
     with torch.no_grad():
         for done in range(0, n_draws, chunk):
             b = min(chunk, n_draws - done)
-            idx = torch.randint(0, n, (b,), generator=generator, device=x.device)
+            idx = torch.randint(0, n, (b,), generator=generator, device=device)
             th = mean[None, :] + scale * torch.randn(b, mean.numel(), generator=generator, dtype=mean.dtype,
                                                      device=mean.device)
-            out.append(normalised_linear_losses(th, x[idx], xp[idx], xn[idx], tau, variant="decoupled"))
-    return (torch.cat(out) - math.log(k)).to(torch.float64)
+            out.append(value(th, idx))
+    return torch.cat(out)
 
 
 def _pilot(mean, centre, tuples, tau, *, distance, n_bound, complexity_extra, pilot_draws, generator,

@@ -21,12 +21,12 @@ import math
 import numpy as np
 import torch
 
-from ...learning.certificates import derandomisation_cost, holdout_certificate
+from ...learning.certificates import derandomisation_cost, holdout_certificate, posterior_draw_values
 from ...learning.pacbayes import canonical_mean
 from ...theory.bernstein import empirical_bernstein_upper, psi_tilde, quadratic_range
 from ...theory.pacbayes import gaussian_kl_isotropic
 from ...theory.tuple_search import tuple_search_cross_entropy
-from ...utils.validation import check_k, check_scalar
+from ...utils.validation import check_scalar
 
 __all__ = ["DIRECT_PRIOR_SCALES", "DIRECT_ETA_FRACTIONS", "DIRECT_POSTERIOR_SCALES",
            "normalised_linear_tuple_search", "mc_tuple_search", "direct_certificate", "direct_holdout"]
@@ -70,18 +70,10 @@ def mc_tuple_search(mean: torch.Tensor, scale: float, x, x_neg, log_m_neg, tau: 
                     generator: torch.Generator, chunk: int = 50000) -> np.ndarray:
     """``h(theta_l; z_{i_l}) - log k`` for ``n_draws`` i.i.d. pairs, ``theta_l ~ N(mean, scale^2 I)``,
     ``i_l`` uniform on the tuples (indices first, then parameters, per chunk): shape (n_draws,)."""
-    n_draws, chunk = check_k(n_draws, "n_draws"), check_k(chunk, "chunk")
-    scale = check_scalar(scale, "scale", ge=0)
-    n = x.shape[0]
-    out = []
-    with torch.no_grad():
-        for done in range(0, n_draws, chunk):
-            b = min(chunk, n_draws - done)
-            idx = torch.randint(0, n, (b,), generator=generator, device=x.device)
-            th = mean[None, :] + scale * torch.randn(b, mean.numel(), generator=generator, dtype=mean.dtype,
-                                                     device=mean.device)
-            out.append(normalised_linear_tuple_search(th, x[idx], x_neg[idx], log_m_neg[idx], tau))
-    return torch.cat(out).cpu().numpy()
+    out = posterior_draw_values(mean, scale, x.shape[0], n_draws, generator, chunk=chunk, device=x.device,
+                                value=lambda th, idx: normalised_linear_tuple_search(th, x[idx], x_neg[idx],
+                                                                                     log_m_neg[idx], tau))
+    return out.cpu().numpy()
 
 
 def direct_certificate(theta_hat: torch.Tensor, centre: torch.Tensor, x: torch.Tensor, x_neg: torch.Tensor,
