@@ -163,7 +163,8 @@ class FrontAndBackMatter(SphinxPostTransform):
     @staticmethod
     def _natural_width(table: nodes.table) -> None:
         """Numbers in columns of natural width (never wrapped); when the table would not fit the
-        text width even in a smaller size, its text columns wrap between words (never inside one)."""
+        text width even in a smaller size, its text columns wrap between words (never inside one; a
+        long identifier such as a record id may break after one of its hyphens)."""
         group = next(iter(table.findall(nodes.tgroup)), None)
         if group is None or table.parent is None:
             return
@@ -178,6 +179,7 @@ class FrontAndBackMatter(SphinxPostTransform):
                     numeric[i] = numeric[i] and not _WORD.search(text)
         need = sum(widths) + 4 * cols
         fits = [size for limit, size in TABLE_SIZES[:3] if need <= limit]
+        hyphens = "10000"  # numbers and words never break
         if fits:
             size, spec = fits[0], "l" * cols
         else:  # every column wraps between words: a number column as wide as its widest number, the
@@ -188,11 +190,12 @@ class FrontAndBackMatter(SphinxPostTransform):
             room = capacity - sum(b + 4 for b, n in zip(body, numeric) if n) - 4 * numeric.count(False)
             chars = [b + 1 if n else max(8.0, room * w / text) for b, w, n in zip(body, widths, numeric)]
             spec = "".join(r">{\raggedright\arraybackslash}p{%.3f\linewidth}" % (c / capacity) for c in chars)
+            hyphens = "50"  # a long identifier (a record id) may break after one of its own hyphens
         parent, at = table.parent, table.parent.index(table)
         col_spec = addnodes.tabular_col_spec()
         col_spec["spec"] = spec
         parent.insert(at, col_spec)
-        parent.insert(at, _raw("{" + size + r"\hyphenpenalty=10000\exhyphenpenalty=10000"))
+        parent.insert(at, _raw("{" + size + r"\hyphenpenalty=10000\exhyphenpenalty=" + hyphens))
         parent.insert(parent.index(table) + 1, _raw("}"))
 
 
