@@ -8,7 +8,8 @@
 5. A chapter's models are constructed once, in one visible cell of its page; runners take them.
 6. Labels carry their page's prefix, and none of ``tests/data/labels.txt`` disappears.
 7. ruff (pyflakes, import order, no unneeded ``# noqa``) passes on ``src`` and ``tests``.
-8. Modules of one idea: none over 500 lines (data tables excepted), no function over 80 lines.
+8. Modules of one idea: none over 500 lines (data tables excepted), no function over 80 lines of code
+   (its docstring not counted).
 9. README "Layout" names exactly the package's subpackages and top-level modules.
 (That ``theory``, ``models`` and ``losses`` import no notebook or plotting tool is checked in a fresh
 interpreter by ``tests/theory/test_lean_import.py`` and ``tests/losses/test_lean_import.py``.)
@@ -350,6 +351,16 @@ def _sources():
     yield from sorted((ROOT / "scripts").glob("*.py"))
 
 
+def _code_lines(node) -> int:
+    """A function's lines less its docstring: a public function's documentation (shapes, errors,
+    sources, examples) is not what makes it long to read."""
+    lines = node.end_lineno - node.lineno + 1
+    first = node.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        lines -= first.end_lineno - first.lineno + 1
+    return lines
+
+
 def test_no_module_over_500_lines_and_no_function_over_80():
     bad = []
     for path in _sources():
@@ -358,8 +369,8 @@ def test_no_module_over_500_lines_and_no_function_over_80():
         if rel not in DATA_TABLES and len(text.splitlines()) > 500:
             bad.append(f"{rel}: {len(text.splitlines())} lines")
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 80:
-                bad.append(f"{rel}:{node.lineno}: {node.name} has {node.end_lineno - node.lineno + 1} lines")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _code_lines(node) > 80:
+                bad.append(f"{rel}:{node.lineno}: {node.name} has {_code_lines(node)} lines of code")
     assert not bad, "\n".join(bad)
 
 

@@ -64,8 +64,8 @@ def test_ci_script_installs_the_browser_and_runs_make_test():
     script = (ROOT / ".ci" / "run").read_text()
     lines = [ln.strip() for ln in script.splitlines() if ln.strip() and not ln.strip().startswith("#")]
     make_lines = [ln for ln in lines if ln.startswith("make ")]
-    assert make_lines == ["make browser-deps", "make test"]
-    assert {"browser-deps", "test"} <= _makefile_targets()
+    assert make_lines == ["make browser-deps", "make tex-deps", "make test"]
+    assert {"browser-deps", "tex-deps", "test"} <= _makefile_targets()
 
 
 def test_pages_workflow_builds_the_book_and_deploys_the_html_the_pipeline_writes():

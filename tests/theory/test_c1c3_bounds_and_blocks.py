@@ -141,8 +141,8 @@ def test_the_in_batch_estimator_scores_rows_as_the_library_losses_do():
     clip, _ = in_batch_row_log_terms(a, p, 0.3, "clip")
     nt, _ = in_batch_row_log_terms(a, p, 0.3, "nt_xent")
     for i in range(2):
-        torch.testing.assert_close(clip[i, 0], info_nce_in_batch(a[i], p[i], 0.3, reduction="none"),
+        torch.testing.assert_close(clip[i, 0], info_nce_in_batch(a[i], p[i], 0.3, reduction="none", symmetric=False),
                                    rtol=1e-13, atol=1e-13)
-        torch.testing.assert_close(clip[i, 1], info_nce_in_batch(p[i], a[i], 0.3, reduction="none"),
+        torch.testing.assert_close(clip[i, 1], info_nce_in_batch(p[i], a[i], 0.3, reduction="none", symmetric=False),
                                    rtol=1e-13, atol=1e-13)
         torch.testing.assert_close(nt[i], nt_xent(a[i], p[i], 0.3, reduction="none"), rtol=1e-13, atol=1e-13)

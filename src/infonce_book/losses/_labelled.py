@@ -59,7 +59,7 @@ def check_extra_negatives(negatives: Any, B: int, d: int) -> torch.Tensor | None
 
 def gather_labels(labels: torch.Tensor, group: Any) -> torch.Tensor:
     """``cat`` of every process's ``labels`` (no gradient; same shapes on every process)."""
-    import torch.distributed as dist
+    import torch.distributed as dist  # optional: some torch builds lack it (as in ._gather)
 
     parts = [torch.empty_like(labels) for _ in range(dist.get_world_size(group))]
     dist.all_gather(parts, labels.contiguous(), group=group)

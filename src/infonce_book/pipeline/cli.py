@@ -188,8 +188,7 @@ def _main(argv=None) -> int:
                 print(f"{name}\t{rel}\t{kind}")
             return 0
         if args.command == "ledger":
-            # tabulate ([book] extra): imported per command
-            from ..experiment.ledger import find_record, format_table, load_records
+            from ..experiment.ledger import find_record, format_table, load_records  # tabulate: per command
 
             build_dir = (args.build_dir or root / "_build").resolve()
             records = load_records(build_dir / "ledger") if (build_dir / "ledger").is_dir() else []

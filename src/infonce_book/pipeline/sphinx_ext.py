@@ -121,7 +121,8 @@ def _add_static(app) -> None:
 
 
 def _add_templates(app, config) -> None:
-    config.templates_path.append(str(TEMPLATES))
+    if config.html_theme == "sphinx_book_theme":  # the override extends that theme's layout
+        config.templates_path.append(str(TEMPLATES))
     if not config.html_favicon:
         config.html_favicon = str(STATIC / "favicon.svg")
     if not config.html_search_scorer:  # a page whose title holds the query first
@@ -178,9 +179,10 @@ def subset_icon_fonts(app, exception) -> None:
     admonitions' icons, private-use characters in the CSS). Written as
     ``_static/infonce-fa-{solid,regular}.woff``, which ``infonce-book.css`` declares after the
     theme's fonts (the last declaration of a face wins)."""
-    if exception is not None or app.builder.format != "html":
+    fonts = Path(app.outdir) / "_static" / "vendor" / "fontawesome" / "webfonts"
+    if exception is not None or app.builder.format != "html" or not fonts.is_dir():  # (another theme: none)
         return
-    from fontTools import subset
+    from fontTools import subset  # the HTML build only (fontTools comes with matplotlib)
 
     out = Path(app.outdir)
     used = set()
@@ -211,10 +213,10 @@ def optimise_pngs(app, exception, max_rms: float = 1.5) -> None:
     figures have few colours: their PNGs shrink about fourfold, invisibly."""
     if exception is not None or app.builder.format != "html":
         return
-    import io
+    import io  # the HTML build's figure pass only (below: numpy and Pillow, heavy)
 
-    import numpy as np
-    from PIL import Image
+    import numpy as np  # heavy: the HTML build's figure pass only
+    from PIL import Image  # heavy: the HTML build's figure pass only
 
     for path in (Path(app.outdir) / "_images").glob("*.png"):
         with Image.open(path) as image:

@@ -9,7 +9,7 @@ import numpy as np
 import seaborn as sns
 from matplotlib.lines import Line2D
 
-from ...experiment.style import COLUMN_WIDTH_IN, PALETTE, legend_below, legend_in, panel_grid
+from ...experiment.style import COLUMN_WIDTH_IN, LINESTYLES, MARKERS, PALETTE, legend_below, legend_in, panel_grid
 from ...theory.stats import normal_quantile
 
 __all__ = ["fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms", "fig_gap_vs_n",
@@ -248,8 +248,6 @@ def fig_direct_slack(slack, theorem1=None):
     :func:`~.tables.direct_slack_table`), each part with its own hatch. Bottom (when ``theorem1`` is
     given, the table of :func:`~.theorem1_n.theorem1_against_n`): the sharp uniform bound and its
     terms against n at the headline cell, with the uniform search's 0."""
-    from ...experiment.style import LINESTYLES, MARKERS
-
     n_panels = 1 if theorem1 is None else 2
     fig, grid = plt.subplots(n_panels, 1, figsize=(COLUMN_WIDTH_IN, 4.0 * n_panels), squeeze=False,
                              layout="constrained")
