@@ -134,7 +134,8 @@ def test_titles_and_search_results_have_no_raw_tex(chromium, served):
         context.close()
 
 
-TEX_NAMES = re.compile(r"\b(mathbb|mathcal|mathrm|mathbf|operatorname|frac|sqrt|left|right)\b")
+# (left and right only as TeX's delimiters, "left(": the words are English too)
+TEX_NAMES = re.compile(r"\b(mathbb|mathcal|mathrm|mathbf|operatorname|frac|sqrt)\b|\b(left|right)\s*[(\[|\\]")
 CODE = re.compile(r"\b[A-Z_]{3,} = |^\s*(import|from|def) ", re.M)  # lines of code cells
 
 

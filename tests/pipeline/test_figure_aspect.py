@@ -83,7 +83,8 @@ def figures(chromium, served):
 
 
 def _png(html: Path, src: str) -> Image.Image:
-    return Image.open(html / unquote(urlsplit(src).path).lstrip("/"))
+    path = unquote(urlsplit(src).path)  # served under a sub-folder: the file is html/_images/...
+    return Image.open(html / path[path.index("_images/"):] if "_images/" in path else html / path.lstrip("/"))
 
 
 def test_every_chapter_shows_its_figures(figures):
