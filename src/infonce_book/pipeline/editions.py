@@ -94,10 +94,11 @@ def strip_solutions_text(text: str, stripper: _Stripper | None = None) -> tuple[
     return re.sub(r"\n{3,}", "\n\n", out), s.removed
 
 
-def strip_solutions_notebook(nb, labels: list[str] | None = None) -> int:
+def strip_solutions_notebook(nb, labels: list[str] | None = None, keep: frozenset = frozenset()) -> int:
     """Remove the solution blocks from a notebook's markdown cells (code cells inside a gated
     solution go too), in place; returns how many were removed. The removed solutions' labels are
-    appended to ``labels`` when given."""
+    appended to ``labels`` when given; glued values that the page no longer refers to are dropped,
+    but for the names in ``keep`` (those other pages refer to, ``{glue:text}`page.ipynb::name```)."""
     s = _Stripper()
     kept = []
     for cell in nb.cells:
@@ -113,7 +114,7 @@ def strip_solutions_notebook(nb, labels: list[str] | None = None) -> int:
         raise ValueError("a gated solution ({solution-start}) is not closed by {solution-end}")
     nb.cells = kept
     if s.removed:
-        _drop_unreferenced_glue(nb)
+        _drop_unreferenced_glue(nb, keep)
     if labels is not None:
         labels.extend(s.labels)
     return s.removed
@@ -136,11 +137,16 @@ _GLUE_REF = re.compile(r"\{glue(?::[a-z]+)?\}`(?P<role>[^`:]+)[^`]*`|^[ \t]*(?:`
                        re.M)
 
 
-def _drop_unreferenced_glue(nb) -> None:
+#: A glue reference to another page's value: ``{glue:text}`c5_generalisation.ipynb::c5_name:.3f```.
+_CROSS_GLUE_REF = re.compile(r"\{glue(?::[a-z]+)?\}`[^`:]+\.ipynb::(?P<name>[^`:]+)")
+
+
+def _drop_unreferenced_glue(nb, keep: frozenset = frozenset()) -> None:
     """Drop the glued values (myst-nb ``glue`` outputs) that no page text refers to any more: the
-    numbers a removed solution quoted would otherwise stay in the student's ``.ipynb``."""
+    numbers a removed solution quoted would otherwise stay in the student's ``.ipynb``. The names in
+    ``keep`` stay (other pages refer to them)."""
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    used = {m.group("role") or m.group("dir") for m in _GLUE_REF.finditer(text)}
+    used = {m.group("role") or m.group("dir") for m in _GLUE_REF.finditer(text)} | set(keep)
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.get("outputs"):
             cell.outputs = [o for o in cell.outputs
@@ -158,7 +164,10 @@ def strip_solutions_site(site: Path) -> int:
     import nbformat  # heavy: only the student edition needs it
 
     removed, labels, texts = 0, [], {}
-    for page in sorted(Path(site, "book").rglob("*")):
+    pages = sorted(Path(site, "book").rglob("*"))
+    keep = frozenset(m.group("name") for page in pages if page.suffix in (".md", ".ipynb")
+                     for m in _CROSS_GLUE_REF.finditer(page.read_text(encoding="utf-8")))
+    for page in pages:
         if page.suffix == ".md":
             s = _Stripper()
             text, n = strip_solutions_text(page.read_text(encoding="utf-8"), s)
@@ -169,7 +178,7 @@ def strip_solutions_site(site: Path) -> int:
             removed += n
         elif page.suffix == ".ipynb":
             nb = nbformat.read(page, as_version=4)
-            n = strip_solutions_notebook(nb, labels)
+            n = strip_solutions_notebook(nb, labels, keep)
             if n:
                 nbformat.write(nb, page)
             texts[page] = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
