@@ -115,3 +115,25 @@ def test_values_glued_only_for_a_removed_solution_leave_the_notebook():
     names = [o.get("metadata", {}).get("scrapbook", {}).get("name") for o in nb.cells[0].outputs]
     assert names == ["c9_in_prose", "c9_fig", None]
     assert "0.049" not in nbformat.writes(nb)
+
+
+def test_a_value_another_page_refers_to_stays_in_the_students_notebook(tmp_path):
+    """The first page quotes a chapter's result through ``{glue:text}`c9_x.ipynb::name```: stripping
+    the chapter's solutions must not drop that value, or the student edition's first page breaks."""
+    from infonce_book.pipeline.editions import strip_solutions_site
+
+    def glued(name, value):
+        return nbformat.v4.new_output("display_data", data={"application/papermill.record/text/plain": repr(value)},
+                                      metadata={"scrapbook": {"name": name,
+                                                              "mime_prefix": "application/papermill.record/"}})
+
+    cell = nbformat.v4.new_code_cell("glue_all(...)")
+    cell.outputs = [glued("c9_headline", -0.25), glued("c9_unused", 2.0)]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [cell, nbformat.v4.new_markdown_cell("```{solution} c9-ex\n:label: c9-sol\n\nDone.\n```")]
+    (tmp_path / "book").mkdir()
+    nbformat.write(nb, tmp_path / "book" / "c9_x.ipynb")
+    (tmp_path / "book" / "intro.md").write_text("Result: {glue:text}`c9_x.ipynb::c9_headline:.3f`.\n", encoding="utf-8")
+    assert strip_solutions_site(tmp_path) == 1
+    out = nbformat.read(tmp_path / "book" / "c9_x.ipynb", as_version=4)
+    assert [o["metadata"]["scrapbook"]["name"] for o in out.cells[0].outputs] == ["c9_headline"]
