@@ -216,11 +216,15 @@ def optimise_pngs(app, exception, max_rms: float = 1.5) -> None:
     import io  # the HTML build's figure pass only (below: numpy and Pillow, heavy)
 
     import numpy as np  # heavy: the HTML build's figure pass only
-    from PIL import Image  # heavy: the HTML build's figure pass only
+    from PIL import Image, PngImagePlugin  # heavy: the HTML build's figure pass only
 
     for path in (Path(app.outdir) / "_images").glob("*.png"):
         with Image.open(path) as image:
             image.load()
+        text = PngImagePlugin.PngInfo()  # keep the figure's text chunks (its dpi and smallest font)
+        for key, value in image.info.items():
+            if isinstance(value, str):
+                text.add_text(key, value)
         if image.mode == "RGBA" and image.getextrema()[3][0] == 255:
             image = image.convert("RGB")
         candidates = [image]
@@ -229,14 +233,14 @@ def optimise_pngs(app, exception, max_rms: float = 1.5) -> None:
             error = np.asarray(palette.convert("RGB"), float) - np.asarray(image, float)
             if np.sqrt(np.mean(error ** 2)) <= max_rms:
                 candidates.append(palette)
-        best = min((_png_bytes(c, io) for c in candidates), key=len)
+        best = min((_png_bytes(c, io, text) for c in candidates), key=len)
         if len(best) < path.stat().st_size:
             path.write_bytes(best)
 
 
-def _png_bytes(image, io) -> bytes:
+def _png_bytes(image, io, text=None) -> bytes:
     buffer = io.BytesIO()
-    image.save(buffer, "PNG", optimize=True)
+    image.save(buffer, "PNG", optimize=True, pnginfo=text, dpi=image.info.get("dpi", (72, 72)))
     return buffer.getvalue()
 
 
