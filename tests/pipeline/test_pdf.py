@@ -139,10 +139,10 @@ def _rows(tex: str) -> list[str]:
     return rows
 
 
-def test_no_number_or_word_is_split_inside_a_table_of_a_chapter(pdfs):
+def test_no_number_or_word_is_split_inside_a_table(pdfs):
     made, _, tex = pdfs
-    rows = _rows(tex.split(r"\label{\detokenize{book/robustness::doc}}")[0])  # the front matter and the chapters
-    assert len(rows) > 20
+    rows = _rows(tex)  # every table: the chapters' and the back matter's (the claims ledger among them)
+    assert len(rows) > 200
     text = _text(made.book, layout=True)
     for ligature, letters in {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"}.items():
         text = text.replace(ligature, letters)
@@ -154,6 +154,31 @@ def test_no_number_or_word_is_split_inside_a_table_of_a_chapter(pdfs):
         tokens += [w for w in _WORD.findall(re.sub(r"\\[A-Za-z]+", " ", row)) if w.lower() not in {"cline"}]
         missing += [t for t in tokens if not re.search(rf"(?<![\w.,]){re.escape(t)}(?![\w])", joined)]
     assert not missing, f"table entries not printed whole on one line: {sorted(set(missing))[:20]}"
+
+
+_WORD_BOX = re.compile(r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>')
+
+
+def test_nothing_prints_past_the_text_block(pdfs):
+    """No table, display or figure label runs into the margins or the footer: on every page with a
+    running head and foot, each word lies within their left and right ends and clear of both."""
+    made, _, _ = pdfs
+    html = subprocess.run(["pdftotext", "-bbox", str(made.book), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    pages = [[(float(a), float(b), float(c), float(d), w) for a, b, c, d, w in _WORD_BOX.findall(p)]
+             for p in html.split("<page ")[1:]]
+    foot_y = Counter(round(max(w[1] for w in p)) for p in pages if p).most_common(1)[0][0]  # the foot's line
+    head_y = Counter(round(min(w[3] for w in p)) for p in pages if p).most_common(1)[0][0]  # the head's
+    outside = []
+    for number, words in enumerate(pages, start=1):
+        head = [w for w in words if w[3] <= head_y + 1]
+        foot = [w for w in words if w[1] >= foot_y - 1]
+        if not head or not foot:  # a part's or chapter's opening page
+            continue
+        left, right = min(w[0] for w in head + foot) - 2, max(w[2] for w in head + foot) + 2
+        outside += [(number, w[4]) for w in words if w not in head and w not in foot
+                    and (w[0] < left or w[2] > right or w[3] > foot_y - 4 or w[1] < head_y + 2)]
+    assert not outside, f"words past the text block (page, word): {outside[:12]}"
 
 
 def _glossary_terms() -> list[str]:

@@ -6,7 +6,8 @@ Listed in ``_config.yml`` ``extra_extensions``; nothing here changes the HTML bu
   code cells' sources and their code outputs (what remains of a cell is its figures and tables),
   the tables of claims-ledger records (a cell that calls ``ledger_view``; the chapters' prose keeps
   the one-line verdict summary) and the build notes (the "Rerun this chapter" box) -- except in
-  the back matter, which keeps its tables. A long table's web preview and collapsed box are
+  the back matter, which keeps its tables; a table's column of code names, headed "code", is left
+  out too (and a table of code names only, with its section). A long table's web preview and collapsed box are
   ``{only}`` blocks (:mod:`infonce_book.experiment.tables`): print has the full table once.
 * **Numbering as on the web**: chapters 1-6 numbered, the front and back matter not
   (``secnumdepth`` switched around their pages); sphinx-jupyterbook-latex's section-level figure
@@ -51,6 +52,12 @@ TABLE_SIZES = ((80, ""), (88, r"\small"), (97, r"\footnotesize"), (110, r"\scrip
 #: A table cell with a word of four letters or more is text (it may wrap between words); the others
 #: (numbers, intervals, dashes, short flags) are set in columns that never wrap.
 _WORD = re.compile(r"[A-Za-z]{4,}")
+#: Where a table entry may break: between words, and after a hyphen, underscore or slash that
+#: joins the parts of an identifier.
+_BREAK = r"(?<=[A-Za-z0-9][-_/])(?=[A-Za-z])"  # "4.C5-temperature", "top1_accuracy"; never "1e-13", "-0.5"
+_PIECES = re.compile(r"\s+|" + _BREAK)
+#: Width of a typewriter character in characters of the text font (record ids are typewriter).
+_TT = 1.2
 
 
 def _pages(document: nodes.document) -> dict[int, str]:
@@ -68,6 +75,45 @@ def _raw(tex: str) -> nodes.raw:
     return nodes.raw("", tex, format="latex")
 
 
+def _remove_cell(cell: nodes.Element) -> None:
+    """Leave a code cell out of print; a paragraph that introduced it ("... the symbolic check:")
+    ends with a full stop instead of a colon."""
+    parent = cell.parent
+    at = parent.index(cell)
+    parent.remove(cell)
+    before = parent[at - 1] if at > 0 else None
+    if isinstance(before, nodes.paragraph):
+        last = next(iter(reversed(list(before.findall(nodes.Text)))), None)
+        if last is not None and str(last).rstrip().endswith(":") and not isinstance(last.parent, nodes.math):
+            last.parent.replace(last, nodes.Text(str(last).rstrip()[:-1] + "."))
+
+
+def _columns(table: nodes.table) -> int:
+    group = next(iter(table.findall(nodes.tgroup)), None)
+    return int(group.get("cols", 0)) if group is not None else 0
+
+
+def _drop_code_column(table: nodes.table) -> None:
+    """A table column headed "code" (the notation's names in the package) is left out of print."""
+    group = next(iter(table.findall(nodes.tgroup)), None)
+    head = next(iter(group.findall(nodes.thead)), None) if group is not None else None
+    if head is None:
+        return
+    titles = [entry.astext().strip().lower() for entry in head.findall(nodes.entry)]
+    if "code" not in titles or len(titles) < 2:
+        return
+    at = titles.index("code")
+    rows = list(group.findall(nodes.row))
+    if any(len(row.children) != len(titles) for row in rows):  # spanned cells: leave the table whole
+        return
+    for row in rows:
+        row.remove(row.children[at])
+    specs = [c for c in group.children if isinstance(c, nodes.colspec)]
+    if len(specs) == len(titles):
+        group.remove(specs[at])
+    group["cols"] = len(titles) - 1
+
+
 class PrintOnly(SphinxPostTransform):
     """Leave out of the PDFs what belongs to the web laboratory (see the module docstring)."""
 
@@ -82,7 +128,7 @@ class PrintOnly(SphinxPostTransform):
             source = " ".join(n.astext() for n in cell.findall(nodes.literal_block)
                               if "cell_input" in getattr(n.parent, "get", lambda *_: [])("classes", []))
             if any(call in source for call in LEDGER_CALLS) and pages.get(id(cell)) not in KEEPS_LEDGER:
-                cell.parent.remove(cell)
+                _remove_cell(cell)
                 continue
             for part in list(cell.children):
                 if "cell_input" in part.get("classes", []):
@@ -91,7 +137,15 @@ class PrintOnly(SphinxPostTransform):
                 block.parent.remove(block)
             if not any(True for _ in cell.findall(lambda n: isinstance(n, (nodes.image, nodes.table,
                                                                              nodes.paragraph, nodes.math_block)))):
-                cell.parent.remove(cell)
+                _remove_cell(cell)
+        for table in list(self.document.findall(nodes.table)):
+            _drop_code_column(table)
+            section = table.parent
+            if table.parent is not None and _columns(table) < 2:  # nothing but symbols was left
+                section.remove(table)
+                if isinstance(section, nodes.section) and all(
+                        isinstance(c, (nodes.title, nodes.target)) for c in section.children):
+                    section.parent.remove(section)  # a section of code names only ("Code names")
         for note in list(self.document.findall(nodes.Admonition)):
             if any(c in note.get("classes", []) for c in BUILD_NOTES) and note.parent is not None:
                 note.parent.remove(note)
@@ -163,40 +217,62 @@ class FrontAndBackMatter(SphinxPostTransform):
     @staticmethod
     def _natural_width(table: nodes.table) -> None:
         """Numbers in columns of natural width (never wrapped); when the table would not fit the
-        text width even in a smaller size, its text columns wrap between words (never inside one; a
-        long identifier such as a record id may break after one of its hyphens)."""
+        text width even in a smaller size, its text columns wrap between words and after the
+        hyphens and underscores of identifiers (a record id, a quantity's name), never inside a
+        word or a number: every column is at least as wide as its longest unbreakable piece, and
+        the columns fill the text width exactly."""
         group = next(iter(table.findall(nodes.tgroup)), None)
         if group is None or table.parent is None:
             return
         cols = int(group.get("cols", 0)) or 1
-        widths, body, numeric = [0] * cols, [1] * cols, [True] * cols
+        widths, body, numeric, piece = [0] * cols, [1] * cols, [True] * cols, [1.0] * cols
         for row in group.findall(nodes.row):
             for i, entry in enumerate(row.children[:cols]):
                 text = entry.astext()
                 widths[i] = max(widths[i], len(text))
+                tt = _TT if any(True for _ in entry.findall(nodes.literal)) else 1.0
+                piece[i] = max([piece[i]] + [tt * len(p) for p in _PIECES.split(text) if p])
                 if row.parent.tagname == "tbody":
                     body[i] = max(body[i], len(text))
                     numeric[i] = numeric[i] and not _WORD.search(text)
         need = sum(widths) + 4 * cols
         fits = [size for limit, size in TABLE_SIZES[:3] if need <= limit]
-        hyphens = "10000"  # numbers and words never break
         if fits:
             size, spec = fits[0], "l" * cols
-        else:  # every column wraps between words: a number column as wide as its widest number, the
-            # text columns share the rest; smaller sizes when the numbers alone need them
-            numbers = sum(b + 4 for b, n in zip(body, numeric) if n) + 12 * numeric.count(False)
-            capacity, size = next(((limit, s) for limit, s in TABLE_SIZES[2:] if numbers <= limit), TABLE_SIZES[-1])
-            text = sum(w for w, n in zip(widths, numeric) if not n) or 1
-            room = capacity - sum(b + 4 for b, n in zip(body, numeric) if n) - 4 * numeric.count(False)
-            chars = [b + 1 if n else max(8.0, room * w / text) for b, w, n in zip(body, widths, numeric)]
-            spec = "".join(r">{\raggedright\arraybackslash}p{%.3f\linewidth}" % (c / capacity) for c in chars)
-            hyphens = "50"  # a long identifier (a record id) may break after one of its own hyphens
+        else:
+            least = [max(b, p) if n else p for b, p, n in zip(body, piece, numeric)]  # never narrower
+            capacity, size = next(((limit, s) for limit, s in TABLE_SIZES[2:] if sum(least) + 4 * cols <= limit),
+                                  TABLE_SIZES[-1])
+            extra = [0.0 if n else max(0.0, w - m) for w, m, n in zip(widths, least, numeric)]
+            room = max(0.0, capacity - 4 * cols - sum(least))
+            chars = [m + room * e / (sum(extra) or 1) for m, e in zip(least, extra)]
+            spec = "".join(r">{\raggedright\arraybackslash}p{\dimexpr(\linewidth-%d\tabcolsep)*%d/1000\relax}"
+                           % (2 * cols, int(1000 * c / sum(chars))) for c in chars)
+            for row in group.findall(nodes.row):
+                for i, entry in enumerate(row.children[:cols]):
+                    if not numeric[i]:
+                        _breakable(entry)
         parent, at = table.parent, table.parent.index(table)
         col_spec = addnodes.tabular_col_spec()
         col_spec["spec"] = spec
         parent.insert(at, col_spec)
-        parent.insert(at, _raw("{" + size + r"\hyphenpenalty=10000\exhyphenpenalty=" + hyphens))
+        parent.insert(at, _raw("{" + size + r"\hyphenpenalty=10000\exhyphenpenalty=10000"))
         parent.insert(parent.index(table) + 1, _raw("}"))
+
+
+def _breakable(entry: nodes.Element) -> None:
+    """A line may break after each ``-``, ``_`` or ``/`` of a table entry's text (TeX breaks neither
+    after an underscore nor inside typewriter text); mathematics is left alone."""
+    for text in list(entry.findall(nodes.Text)):
+        parent = text.parent
+        if parent is None or isinstance(parent, (nodes.math, nodes.raw, nodes.math_block)):
+            continue
+        parts = [p for p in re.split(_BREAK, str(text)) if p]
+        if len(parts) > 1:
+            pieces: list[nodes.Node] = []
+            for part in parts[:-1]:
+                pieces += [nodes.Text(part), _raw(r"\allowbreak{}")]
+            parent.replace(text, [*pieces, nodes.Text(parts[-1])])
 
 
 # --- sphinx-proof and sphinx-exercise in the LaTeX build -----------------------------------------
