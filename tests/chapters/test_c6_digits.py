@@ -202,3 +202,36 @@ def test_the_opening_diagram_plants_one_positive_and_leaves_the_global_random_st
     for bad in ({"k": 0}, {"k": 13}, {"k": 2.5}, {"tau": 0.0}):
         with pytest.raises(ValueError, match="k must|tau must"):
             chapter.fig_idea(**bad)
+
+
+def test_holdout_certificates_are_recorded_with_their_verdicts_and_sentences(led):
+    # two cells: k = 16 clearly below log 17 on every seed; k = 256 above log 257 on one seed
+    rows, evals = [], []
+    for seed in range(3):
+        for k, cert, needed in ((16, math.log(17) - 0.9 - 0.01 * seed, 200.0), (256, math.log(257) - 0.2 + 0.3 * seed,
+                                                                               2.5e4)):
+            rows.append({"k": k, "tau": 0.5, "seed": seed, "groups": 899 // (k + 1), "heldout_mean": cert - 0.5,
+                         "bound": cert, "uniform": math.log(k + 1), "upper": 9.0, "images_needed": needed})
+            evals.append({"k": k, "tau": 0.5, "seed": seed, "test_risk": cert - 0.4})
+    table = chapter.ledger_certificates(led, pd.DataFrame(rows), pd.DataFrame(evals))
+    rec = led.by_id()
+    assert rec["6.C6-digits-holdout-holds"].passed and rec["6.C6-digits-holdout-holds"].measured == pytest.approx(0.4)
+    assert rec["6.C6-digits-holdout-informative-k16-tau0.5"].passed
+    assert not rec["6.C6-digits-holdout-informative-k256-tau0.5"].passed
+    assert list(table.passed) == [True, False] and list(table.groups) == [52, 3]
+    text = prose.certificate_text(table, 1797, 899)
+    assert "below the uniform search" in text and "k = 16, τ = 0.5" in text and "0.91 nats below" in text
+    assert "not informative at k = 256, τ = 0.5" in text and "about 25,000" in text and "1,797" in text
+    assert "_" not in text  # no code names in the page's prose
+
+
+def test_group_losses_are_the_mean_infonce_loss_of_disjoint_groups():
+    from infonce_book.chapters.c6_digits.runners import _group_losses
+
+    setup = chapter.DigitsSetup()
+    images, _ = digits.load_digits()
+    phi = chapter.SphereMLP(64, setup.hidden, setup.dim_out)
+    vals = _group_losses(phi, images[:40], 4, 0.5, 7, setup)
+    assert vals.shape == (8,)  # 40 images, groups of k + 1 = 5
+    assert np.all(vals <= math.log1p(4 * math.exp(4.0))) and np.all(vals >= math.log1p(4 * math.exp(-4.0)))
+    assert np.array_equal(vals, _group_losses(phi, images[:40], 4, 0.5, 7, setup))  # seeded

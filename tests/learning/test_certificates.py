@@ -103,3 +103,20 @@ def test_the_bernstein_certificate_bounds_the_risk_of_its_posterior_and_its_mean
         assert risk <= cert["bound"]
         assert cert["bound"] - cert["derandomisation"] >= cert["mc_upper"] >= cert["emp_risk"] - 1e-12
         assert (cert["derandomisation"] > 0) == derandomise
+
+
+def test_the_holdout_size_needed_is_the_smallest_size_that_would_do():
+    from infonce_book.learning.certificates import holdout_size_needed
+
+    rng = np.random.default_rng(3)
+    ref, held = rng.uniform(0.0, 1.0, 400), rng.uniform(0.0, 1.0, 10)
+    n = holdout_size_needed(ref, held, upper=4.0, delta=0.05, target=0.8)
+    assert 10 < n < 10**6 and n == int(n)
+
+    def bound(size):  # the same held-out moments at another size: the values repeated whole
+        return holdout_certificate(ref, np.tile(held, size // 10), upper=4.0, delta=0.05)["bound"]
+
+    m = int(n) - int(n) % 10
+    assert bound(m + 10) < 0.8 and bound(max(m - 10, 10)) >= 0.8  # crosses within one repetition
+    assert holdout_size_needed(ref, held, upper=4.0, delta=0.05, target=float(held.mean()) - 0.01) == math.inf
+    assert holdout_size_needed(ref, held, upper=4.0, delta=0.05, target=10.0) == 2.0  # already below

@@ -9,6 +9,7 @@ Skipped, saying why, without TeX Live (``make tex-deps``), pypdf or poppler's ``
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import subprocess
@@ -169,13 +170,19 @@ def test_nothing_prints_past_the_text_block(pdfs):
              for p in html.split("<page ")[1:]]
     foot_y = Counter(round(max(w[1] for w in p)) for p in pages if p).most_common(1)[0][0]  # the foot's line
     head_y = Counter(round(min(w[3] for w in p)) for p in pages if p).most_common(1)[0][0]  # the head's
+    ends = {}  # page parity -> the leftmost and rightmost ends of the running heads and feet
+    for number, words in enumerate(pages, start=1):
+        rule = [w for w in words if w[3] <= head_y + 1 or w[1] >= foot_y - 1]
+        if rule:
+            low, high = ends.get(number % 2, (math.inf, -math.inf))
+            ends[number % 2] = (min(low, *(w[0] for w in rule)), max(high, *(w[2] for w in rule)))
     outside = []
     for number, words in enumerate(pages, start=1):
         head = [w for w in words if w[3] <= head_y + 1]
         foot = [w for w in words if w[1] >= foot_y - 1]
         if not head or not foot:  # a part's or chapter's opening page
             continue
-        left, right = min(w[0] for w in head + foot) - 2, max(w[2] for w in head + foot) + 2
+        left, right = ends[number % 2][0] - 2, ends[number % 2][1] + 2
         outside += [(number, w[4]) for w in words if w not in head and w not in foot
                     and (w[0] < left or w[2] > right or w[3] > foot_y - 4 or w[1] < head_y + 2)]
     assert not outside, f"words past the text block (page, word): {outside[:12]}"

@@ -32,7 +32,7 @@ from ..theory.pacbayes import gaussian_kl_isotropic
 from ..utils.validation import check_k, check_scalar
 from .pacbayes import PRIOR_SCALES, canonical_mean, normalised_linear_losses
 
-__all__ = ["SHIFTS", "POSTERIOR_SCALES", "posterior_draw_values", "SIMILARITY_CURVATURE",
+__all__ = ["holdout_size_needed", "SHIFTS", "POSTERIOR_SCALES", "posterior_draw_values", "SIMILARITY_CURVATURE",
            "loss_curvature", "derandomisation_cost",
            "mc_decoupled_losses", "bernstein_posterior_certificate", "holdout_certificate"]
 
@@ -257,12 +257,68 @@ def holdout_certificate(reference: np.ndarray, heldout: np.ndarray, *, upper: fl
     delta = check_scalar(delta, "delta", gt=0, lt=1, why="a confidence level")
     if reference.max() > upper or heldout.max() > upper:
         raise ValueError(f"a loss exceeds its stated upper bound {upper!r}")
+    n = heldout.size
+    c, eta = _holdout_design(reference, upper, delta, n)
+    X = heldout - c
+    bound = _holdout_bound(c, float(X.mean()), float((X**2).mean()), upper - c, eta, n, delta)
+    return {"bound": bound, "heldout_mean": float(heldout.mean()), "shift": c, "eta": eta, "n": int(n)}
+
+
+def _holdout_design(reference: np.ndarray, upper: float, delta: float, n: int) -> tuple[float, float]:
+    """The shift ``c`` (the reference mean) and ``eta`` in ``(0, 1/(upper - c))`` of a hold-out
+    certificate on ``n`` values, chosen on the reference values alone."""
     c = float(reference.mean())
     b = upper - c
     v_ref = float(((reference - c) ** 2).mean())
-    n = heldout.size
     etas = np.linspace(1e-3, 1.0 / b, 2000, endpoint=False)
-    eta = float(min(etas, key=lambda e: e * psi_tilde(e * b) * v_ref + math.log(1.0 / delta) / (e * n)))
-    X = heldout - c
-    bound = c + float(X.mean()) + eta * psi_tilde(eta * b) * float((X**2).mean()) + math.log(1.0 / delta) / (eta * n)
-    return {"bound": bound, "heldout_mean": float(heldout.mean()), "shift": c, "eta": eta, "n": int(n)}
+    return c, float(min(etas, key=lambda e: e * psi_tilde(e * b) * v_ref + math.log(1.0 / delta) / (e * n)))
+
+
+def _holdout_bound(c: float, m1: float, m2: float, b: float, eta: float, n: int, delta: float) -> float:
+    return c + m1 + eta * psi_tilde(eta * b) * m2 + math.log(1.0 / delta) / (eta * n)
+
+
+def holdout_size_needed(reference: np.ndarray, heldout: np.ndarray, *, upper: float, delta: float,
+                        target: float, n_max: int = 10**9) -> float:
+    """The smallest number of held-out values at which :func:`holdout_certificate` would fall
+    below ``target`` if the held-out mean and second moment stayed as measured on ``heldout``: a
+    projection of how much data an uninformative certificate would need, not a certificate.
+
+    Args:
+        reference, heldout, upper, delta: as in :func:`holdout_certificate`.
+        target: the value the certificate must fall below (e.g. the uniform search's risk).
+        n_max: the largest size tried.
+    Returns:
+        That size (an integer-valued float), ``len(heldout)`` or less if the measured certificate
+        is already below ``target``; ``inf`` when even ``n_max`` values would not do (in
+        particular when the held-out mean itself is not below ``target``).
+    Raises:
+        ValueError: as :func:`holdout_certificate`.
+
+    Examples:
+        >>> rng = np.random.default_rng(0)
+        >>> ref, held = rng.normal(0, 0.5, 200), rng.normal(0, 0.5, 20)
+        >>> n = holdout_size_needed(ref, held, upper=4.0, delta=0.05, target=0.2)
+        >>> bigger = np.tile(held, int(n) // 20 + 1)  # the same moments, more values
+        >>> holdout_certificate(ref, bigger, upper=4.0, delta=0.05)["bound"] < 0.2 < holdout_certificate(
+        ...     ref, held, upper=4.0, delta=0.05)["bound"]
+        True
+    """
+    reference, heldout = np.asarray(reference, dtype=np.float64), np.asarray(heldout, dtype=np.float64)
+    holdout_certificate(reference, heldout, upper=upper, delta=delta)  # the same checks
+    c = float(reference.mean())
+    m1, m2 = float((heldout - c).mean()), float(((heldout - c) ** 2).mean())
+
+    def below(n: int) -> bool:
+        eta = _holdout_design(reference, upper, delta, n)[1]
+        return _holdout_bound(c, m1, m2, upper - c, eta, n, delta) < target
+
+    if not below(n_max):
+        return math.inf
+    if below(2):
+        return 2.0
+    low, high = 2, n_max  # below(high) holds, below(low) does not
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if below(mid) else (mid, high)
+    return float(high)

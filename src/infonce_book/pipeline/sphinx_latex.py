@@ -48,7 +48,8 @@ UPRIGHT = ("definition", "remark", "example", "notation", "assumption", "observa
 #: Characters of table text that fit the text width at each size (11 pt body on A4/Letter with
 #: the book's margins; a column separator counts as four characters). A table with text columns
 #: goes no smaller than footnote size: its text wraps instead.
-TABLE_SIZES = ((80, ""), (88, r"\small"), (97, r"\footnotesize"), (110, r"\scriptsize"), (145, r"\tiny"))
+TABLE_SIZES = ((80, ""), (88, r"\small"), (97, r"\footnotesize"), (110, r"\scriptsize"), (145, r"\tiny"),
+               (174, r"\fontsize{5}{6}\selectfont"))  # the last: the appendix's 20-column benchmark table
 #: A table cell with a word of four letters or more is text (it may wrap between words); the others
 #: (numbers, intervals, dashes, short flags) are set in columns that never wrap.
 _WORD = re.compile(r"[A-Za-z]{4,}")

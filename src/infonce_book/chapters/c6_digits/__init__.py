@@ -31,12 +31,21 @@ from .glue import (
     training_summary,
 )
 from .headers import HEADERS
-from .ledger import ledger_counts, ledger_gap, ledger_kl, ledger_kls, ledger_rate, ledger_rates
-from .prose import kl_ratio_text, learned_embeddings_phrase, one_temperature_note, verdict_summary
+from .ledger import (
+    ledger_certificates,
+    ledger_counts,
+    ledger_gap,
+    ledger_kl,
+    ledger_kls,
+    ledger_rate,
+    ledger_rates,
+)
+from .prose import certificate_text, kl_ratio_text, learned_embeddings_phrase, one_temperature_note, verdict_summary
 from .runners import (
     embedding_from_state,
     evaluate_embeddings,
     false_negative_bias,
+    heldout_certificates,
     learned_kl,
     learned_rate,
     member_state,
@@ -50,14 +59,15 @@ __all__ = [
     # set-up
     "STEM", "SIZES", "setup", "DigitsSetup",
     # runners
-    "train_embeddings", "evaluate_embeddings", "member_state", "embedding_from_state", "learned_rate",
-    "learned_kl", "false_negative_bias", "view",
+    "train_embeddings", "evaluate_embeddings", "heldout_certificates", "member_state", "embedding_from_state",
+    "learned_rate", "learned_kl", "false_negative_bias", "view",
     # ledger records
     "ledger_gap", "ledger_rate", "ledger_rates", "ledger_kl", "ledger_kls", "ledger_counts",
+    "ledger_certificates",
     # the page's numbers and sentences
     "describe", "training_numbers", "training_summary", "needed_negatives", "exercise_numbers",
     "false_negative_summary", "one_temperature_note", "learned_embeddings_phrase", "verdict_summary",
-    "kl_ratio_text",
+    "kl_ratio_text", "certificate_text",
     # figures
     "fig_training", "fig_trends", "fig_rate", "fig_search", "fig_kl", "fig_view", "fig_idea",
     # re-exported

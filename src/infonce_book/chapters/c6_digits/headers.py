@@ -27,4 +27,14 @@ HEADERS = {
         "k for 0.01 nats (measured)": "$k$ for 0.01 nats (measured)",
         "|c1|/0.01": "$\\lvert c_1\\rvert/0.01$",
     },
+    "certificates": {
+        "k": "$k$",
+        "tau": "$\\tau$",
+        "groups": "groups $g$",
+        "heldout": "held-out risk $- \\log(k+1)$",
+        "cert": "certificate $- \\log(k+1)$",
+        "cert_low": "95% low",
+        "cert_high": "95% high",
+        "needed": "held-out images needed",
+    },
 }

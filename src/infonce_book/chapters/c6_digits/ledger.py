@@ -16,7 +16,8 @@ from . import prose
 from .roles import by_tau_role, k_roles, tau_roles
 from .setup import DigitsSetup
 
-__all__ = ["ledger_gap", "ledger_rate", "ledger_rates", "ledger_kl", "ledger_kls", "ledger_counts", "k_needed"]
+__all__ = ["ledger_gap", "ledger_rate", "ledger_rates", "ledger_kl", "ledger_kls", "ledger_counts", "k_needed",
+           "ledger_certificates"]
 
 
 def ledger_gap(ledger, table: pd.DataFrame, setup: DigitsSetup) -> dict:
@@ -75,6 +76,42 @@ def ledger_gap(ledger, table: pd.DataFrame, setup: DigitsSetup) -> dict:
     out.update({"n_seeds": int(table.seed.nunique()), "nn_min": float(table.nn_class.min()),
                 "nn_max": float(table.nn_class.max())})
     return out
+
+
+def ledger_certificates(ledger, certs: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """Claim C6 on real data: the hold-out certificates of :func:`~.runners.heldout_certificates`.
+
+    * ``C6-digits-holdout-holds``: the smallest (certificate - held-out risk of the same embedding
+      measured on the evaluation bank, :func:`~.runners.evaluate_embeddings`'s ``test_risk``) over
+      every embedding, predicted >= 0 (a certificate is an upper bound on the risk).
+    * ``C6-digits-holdout-informative-k<k>-tau<tau>``: the certificate minus the uniform search's
+      risk ``log(k + 1)``, mean over seeds with its 95% Student-t interval, predicted below 0
+      (upper end of the interval): the certificate says that the learned search beats the uniform
+      one on unseen digits. Declared before the first run, at ``delta`` = 0.05 per certificate.
+
+    Returns one row per (k, tau): ``k, tau, groups, heldout`` (held-out risk minus ``log(k+1)``),
+    ``cert, cert_low, cert_high`` (certificate minus ``log(k+1)``), ``needed`` (held-out images at
+    which the certificate would fall below the uniform search, median over seeds), ``passed``.
+    """
+    merged = certs.merge(table[["k", "tau", "seed", "test_risk"]], on=["k", "tau", "seed"])
+    slack = float((merged.bound - merged.test_risk).min())
+    ledger.record(claim="C6", id="C6-digits-holdout-holds",
+                  quantity="smallest (hold-out certificate - measured held-out risk), digits",
+                  predicted=0.0, measured=Estimate.exact(slack), rule=Rule.bound("measured", ">="),
+                  params={"model": "digits, SphereMLP", "embeddings": len(merged)})
+    rows = []
+    for (k, tau), sub in certs.groupby(["k", "tau"]):
+        est = Estimate.from_samples((sub.bound - sub.uniform).to_numpy(), t=True, method="seeds")
+        rec = ledger.record(claim="C6", id=f"C6-digits-holdout-informative-k{k}-tau{tau:g}",
+                            quantity=f"hold-out certificate on L_k - log(k+1) (digits, k = {k})", predicted=0.0,
+                            measured=est, rule=Rule.bound("ci_high", "<", note="the uniform search"),
+                            params={"model": "digits, SphereMLP", "k": int(k), "tau": float(tau),
+                                    "groups": int(sub.groups.iloc[0]), "n_seeds": int(len(sub)), "delta": 0.05})
+        rows.append({"k": int(k), "tau": float(tau), "groups": int(sub.groups.iloc[0]),
+                     "heldout": float((sub.heldout_mean - sub.uniform).mean()), "cert": est.mean,
+                     "cert_low": est.ci_low, "cert_high": est.ci_high,
+                     "needed": float(np.median(sub.images_needed)), "passed": bool(rec.passed)})
+    return pd.DataFrame(rows)
 
 
 def k_needed(rate: pd.DataFrame, threshold: float) -> float:

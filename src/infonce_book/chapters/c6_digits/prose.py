@@ -10,7 +10,7 @@ from ...experiment.prose import count_word, join_words
 
 __all__ = ["one_temperature_note", "learned_embeddings_phrase", "verdict_summary", "kl_ratio_text",
            "stopped_text", "gap_change_text", "temperature_note", "kl_verdict_text", "failed_note",
-           "seeds_text"]
+           "seeds_text", "certificate_text"]
 
 
 def one_temperature_note(taus) -> str:
@@ -90,3 +90,34 @@ def seeds_text(n: float) -> str:
     """The number of seeds of :func:`~infonce_book.theory.stats.seeds_needed` in words for the
     exercise's solution: ``"7"``, or why there is none (``n`` infinite)."""
     return str(int(n)) if math.isfinite(n) else "none: the mean change itself exceeds the margin"
+
+
+def _cell(row) -> str:
+    return f"k = {int(row.k):,}, τ = {row.tau:g}"
+
+
+def certificate_text(cert, n_images: int, n_heldout: int) -> str:
+    """The sentences on the hold-out certificates (a table of
+    :func:`~.ledger.ledger_certificates`): where each is informative (below the uniform search,
+    the whole seed interval) and, where not, how many held-out images it would need."""
+    good = cert[cert.passed].sort_values(["tau", "k"])
+    bad = cert[~cert.passed].sort_values(["tau", "k"])
+    parts = []
+    if len(good):
+        best = good.loc[good.cert.idxmin()]
+        parts.append(
+            f"The certificate lies below the uniform search, with its whole interval over seeds, at "
+            f"{join_words([_cell(r) for r in good.itertuples()])}: at {_cell(best)} it is "
+            f"{-best.cert:.2f} nats below log(k + 1) (95% interval {-best.cert_high:.2f} to {-best.cert_low:.2f} "
+            f"nats below), from {int(best.groups):,} groups of held-out images.")
+    if len(bad):
+        needs = [f"about {r.needed:,.0f} held-out images at {_cell(r)}" if math.isfinite(r.needed)
+                 else f"more images than any data set at {_cell(r)} (the held-out risk itself is not below "
+                      f"log(k + 1))"
+                 for r in bad.itertuples()]
+        parts.append(
+            f"It is not informative at {join_words([_cell(r) for r in bad.itertuples()])}, where the "
+            f"{n_heldout:,} held-out images make only {join_words(sorted({f'{int(g):,}' for g in bad.groups}))} "
+            f"groups of k + 1. Were the held-out losses to keep their measured mean and spread, it would "
+            f"need {join_words(needs)}; the whole data set has {n_images:,}.")
+    return " ".join(parts)

@@ -4,6 +4,7 @@ by configuration (:func:`~infonce_book.experiment.cache.cached`).
 * :func:`train_embeddings` -- one embedding per (k, tau, split), trained to a plateau (claim C7);
   its table keeps the weights, which :func:`member_state` picks for the runners below.
 * :func:`evaluate_embeddings` -- the generalisation gap and the search of every embedding (C7).
+* :func:`heldout_certificates` -- a hold-out certificate on every embedding's risk (C6).
 * :func:`learned_rate`, :func:`learned_kl` -- C1/C2 and C3 measured on one learned embedding.
 * :func:`false_negative_bias` -- what negatives drawn from the anchor's own image cost.
 * :func:`view` -- a 2-D PCA view of one embedding's held-out digits.
@@ -19,16 +20,18 @@ import torch
 
 from ...datasets import digits
 from ...experiment.cache import cached
+from ...learning.certificates import holdout_certificate, holdout_size_needed
 from ...learning.embeddings import SphereMLP, SphereMLPEnsemble
 from ...learning.training import PlateauStop, fit_ensemble
+from ...losses import info_nce_from_similarities
 from ...theory.bounds import kl_softmax_bound
 from ...theory.estimators import finite_law_monte_carlo, plugin_bias_coefficients, plugin_weight_moments
 from ...theory.stats import bootstrap_mean
 from ...utils.device import one_thread, resolve_device
 from .setup import DigitsSetup
 
-__all__ = ["train_embeddings", "evaluate_embeddings", "member_state", "embedding_from_state", "learned_rate",
-           "learned_kl", "false_negative_bias", "view"]
+__all__ = ["train_embeddings", "evaluate_embeddings", "heldout_certificates", "member_state", "embedding_from_state",
+           "learned_rate", "learned_kl", "false_negative_bias", "view"]
 
 
 def _member_seed(seed: int, s: int) -> int:
@@ -195,6 +198,64 @@ def evaluate_embeddings(setup: DigitsSetup, ks: list, taus: list, n_seeds: int, 
                          "train_risk": risks["train"], "test_risk": risks["test"],
                          "gap": risks["test"] - risks["train"], "top1": top1, "nn_class": nn,
                          "chance": 1.0 / (k_eval + 1), "n_eval": n_eval})
+    return pd.DataFrame(rows)
+
+
+def _group_losses(phi, images, k: int, tau: float, seed: int, setup: DigitsSetup) -> np.ndarray:
+    """The mean InfoNCE loss of each of ``len(images) // (k + 1)`` disjoint groups of ``k + 1``
+    images (a seeded random partition; the remainder is left out): in a group every image is an
+    anchor once (its first view), with its second view as the positive and the third views of the
+    group's other ``k`` images as its negatives. Groups of distinct images are independent tuples
+    of images, so their means are i.i.d. given the embedding."""
+    gen = torch.Generator(device=images.device).manual_seed(seed)
+    groups = images.shape[0] // (k + 1)
+    order = torch.randperm(images.shape[0], generator=torch.Generator().manual_seed(seed))[: groups * (k + 1)]
+    bank = digits.AugmentationBank(images[order.to(images.device)], 3, gen, **setup.augment)
+    with torch.no_grad():
+        emb = phi(bank.views).double().reshape(groups, k + 1, 3, -1)
+    anchor, positive, negative = emb[:, :, 0], emb[:, :, 1], emb[:, :, 2]
+    s_pos = (anchor * positive).sum(-1).reshape(-1)
+    s_all = anchor @ negative.transpose(1, 2)  # (groups, k + 1, k + 1); the diagonal is the anchor's own image
+    off = ~torch.eye(k + 1, dtype=torch.bool, device=emb.device)
+    s_neg = s_all[:, off].reshape(groups * (k + 1), k)
+    losses = info_nce_from_similarities(s_pos, s_neg, tau, reduction="none")
+    return losses.reshape(groups, k + 1).mean(1).cpu().numpy()
+
+
+@cached
+def heldout_certificates(setup: DigitsSetup, ks: list, taus: list, n_seeds: int, max_steps: int, batch_size: int,
+                         delta: float, device: str, seed: int):
+    """A hold-out certificate (book, Corollary ``c5-cor-holdout``) on the InfoNCE risk ``L_k`` of
+    every embedding of :func:`train_embeddings` (same arguments), at its training ``k`` and
+    ``tau``: the held-out images are cut into disjoint groups of ``k + 1`` (:func:`_group_losses`),
+    whose mean losses are i.i.d. and at most ``log(1 + k e^{2 beta})``; the shift and ``eta`` are
+    chosen on the same statistic of the training images, so nothing is paid for them. The uniform
+    search (all scores equal) has risk ``log(k + 1)``: the certificate is informative below it.
+
+    Columns: ``k, tau, seed, groups`` (held-out groups), ``heldout_mean`` (nats), ``bound`` (the
+    certificate at level ``1 - delta``), ``uniform`` (``log(k + 1)``), ``upper`` (the range cap),
+    ``images_needed`` (held-out images at which the certificate would fall below the uniform
+    search if the held-out moments stayed as measured; :func:`holdout_size_needed`).
+    """
+    trained = train_embeddings(setup=setup, ks=ks, taus=taus, n_seeds=n_seeds, max_steps=max_steps,
+                               batch_size=batch_size, device=device, seed=seed)
+    dev = resolve_device(device)
+    rows = []
+    with one_thread():
+        splits = [_split(setup, seed, s, dev) for s in range(n_seeds)]
+        for _, r in trained.iterrows():
+            k, tau, split = int(r.k), float(r.tau), int(r.seed)
+            tr, _, te, _ = splits[split]
+            phi = embedding_from_state(setup, r.state, dev)
+            base = _member_seed(seed, 100 * k + split) + 41
+            reference, heldout = (_group_losses(phi, pool, k, tau, base + i, setup) for i, pool in enumerate((tr, te)))
+            upper = math.log1p(k * math.exp(2.0 / tau))
+            cert = holdout_certificate(reference, heldout, upper=upper, delta=delta)
+            uniform = math.log(k + 1)
+            groups = holdout_size_needed(reference, heldout, upper=upper, delta=delta, target=uniform)
+            rows.append({"k": k, "tau": tau, "seed": split, "groups": len(heldout),
+                         "heldout_mean": float(heldout.mean()), "bound": cert["bound"], "uniform": uniform,
+                         "upper": upper, "images_needed": groups * (k + 1)})
     return pd.DataFrame(rows)
 
 
