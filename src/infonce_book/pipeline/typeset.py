@@ -16,7 +16,7 @@ edition, from ``<build>/site-students``):
 
 then copies them to the edition's HTML build (``<build>/html/pdf/``) and turns on the links to
 them that the pipeline left, hidden, after the title of the intro and of each chapter
-(:data:`~infonce_book.pipeline.assemble.PDF_PLACEHOLDER`). A LaTeX error or an undefined reference
+(:data:`~infonce_book.pipeline.run.PDF_PLACEHOLDER`). A LaTeX error or an undefined reference
 in the log stops it (:class:`PdfError`).
 """
 
@@ -25,15 +25,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from .assemble import BOOK_PDF, PDF_PLACEHOLDER, html_dir, site_dir
 from .editions import EDITIONS
+from .run import BOOK_PDF, PDF_PLACEHOLDER, html_dir, jupyter_book, site_dir
 from .toc import back_matter, chapters
 
 __all__ = ["APPENDIX_PDF", "PAPERS", "TEX_TOOLS", "PdfBuild", "PdfError", "activate_pdf_links", "build_pdfs",
@@ -87,16 +85,12 @@ def _run_jupyter_book(site: Path, paper: str, log) -> Path:
     if elements.get("papersize") != PAPERS[paper]:
         elements["papersize"] = PAPERS[paper]
         config.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or shutil.which("jupyter-book")
-    if jb is None:
-        raise PdfError("jupyter-book was not found: install the project with `make install`")
     latex = site / "_build" / "latex"
     shutil.rmtree(latex, ignore_errors=True)
     log(f"[pdf] jupyter-book build {site} --builder pdflatex (Sphinx's LaTeX builder, then latexmk -pdfxe)")
-    proc = subprocess.run([jb, "build", str(site), "--builder", "pdflatex", "-n", "--keep-going"],
-                          capture_output=True, text=True, encoding="utf-8", errors="replace",
-                          env={**os.environ, "PYTHONIOENCODING": "utf-8", "LATEXMKOPTS": "-interaction=nonstopmode"})
-    (site / "_build" / "jupyter-book-pdflatex.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
+    proc = jupyter_book(["build", str(site), "--builder", "pdflatex", "-n", "--keep-going"],
+                        site / "_build" / "jupyter-book-pdflatex.log",
+                        env={"LATEXMKOPTS": "-interaction=nonstopmode"})
     if proc.returncode != 0 or not (latex / "book.pdf").is_file():
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
         raise PdfError(f"jupyter-book's LaTeX build failed (exit {proc.returncode}); see "
@@ -195,7 +189,7 @@ def _index_page(marks, reader) -> int:
 
 def activate_pdf_links(html: Path, pdf_dir: Path) -> list[Path]:
     """Copy the PDFs into ``html/pdf/`` and turn each hidden placeholder whose PDF exists into a
-    visible link (see :data:`~infonce_book.pipeline.assemble.PDF_PLACEHOLDER`); returns the pages
+    visible link (see :data:`~infonce_book.pipeline.run.PDF_PLACEHOLDER`); returns the pages
     changed."""
     html, pdf_dir = Path(html), Path(pdf_dir)
     dest = html / "pdf"
