@@ -34,11 +34,10 @@ def load_recorded(root: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
-def fmt_seconds(s: float | None) -> str:
-    """``42 s`` below two minutes, else ``3.5 min``; ``not recorded`` for a chapter whose time has
-    not been recorded yet (a new chapter, until ``infonce-book timings record`` runs)."""
+def fmt_seconds(s: float | None, missing: str = "not recorded") -> str:
+    """``42 s`` below two minutes, else ``3.5 min``; ``missing`` for a time not recorded (yet)."""
     if s is None:
-        return "not recorded"
+        return missing
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
