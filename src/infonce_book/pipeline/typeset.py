@@ -1,23 +1,13 @@
 """The PDFs of the book, typeset by LaTeX through jupyter-book's own builder.
 
-``infonce-book pdf`` (``make pdf``) runs ``jupyter-book build --builder pdflatex`` on the site that
-``infonce-book build`` assembled (``<build>/site``: the book's pages with the executed chapters),
-so Sphinx's LaTeX builder with sphinx-jupyterbook-latex writes ``book.tex`` and ``latexmk``
-typesets it with XeLaTeX (Debian's TeX Live: ``make tex-deps``). What the print leaves out and how
-it numbers is :mod:`~infonce_book.pipeline.sphinx_latex`'s; the style is ``infoncebook.sty``.
-From the typeset book it writes to ``<build>/pdf`` (``<build>/pdf-students`` for the student
-edition, from ``<build>/site-students``):
-
-* ``book.pdf``: the whole book, contents to index;
-* ``appendix.pdf``: its back matter (input validation, references, how to cite, the
-  reproducibility ledger), with the book's page numbers;
-* ``<chapter>.pdf`` for each numbered chapter: its pages of ``book.pdf``, with the book's page
-  numbers (PDF page labels);
-
-then copies them to the edition's HTML build (``<build>/html/pdf/``) and turns on the links to
-them that the pipeline left, hidden, after the title of the intro and of each chapter
-(:data:`~infonce_book.pipeline.run.PDF_PLACEHOLDER`). A LaTeX error or an undefined reference
-in the log stops it (:class:`PdfError`).
+``infonce-book pdf`` runs ``jupyter-book build --builder pdflatex`` on the site that ``infonce-book
+build`` assembled (``<build>/site``, or ``site-students``): Sphinx's LaTeX builder writes ``book.tex``
+(what the print leaves out and how it numbers: :mod:`~infonce_book.pipeline.sphinx_latex`; the style:
+``infoncebook.sty``) and ``latexmk`` typesets it with XeLaTeX (``make tex-deps``). From the book it
+writes ``book.pdf``, ``appendix.pdf`` (the back matter) and ``<chapter>.pdf`` per chapter, with the
+book's page numbers, to ``<build>/pdf`` (``pdf-students``), copies them into the HTML build and turns
+on the hidden links to them (:data:`~infonce_book.pipeline.run.PDF_PLACEHOLDER`). A LaTeX error or
+an undefined reference in the log stops it (:class:`PdfError`).
 """
 
 from __future__ import annotations
