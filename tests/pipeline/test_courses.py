@@ -15,8 +15,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from infonce_book.experiment.toc import BACK_MATTER, toc_pages
 from infonce_book.pipeline import run as pipeline
-from infonce_book.pipeline.citation import BACK_MATTER, toc_pages
 
 ROOT = Path(__file__).resolve().parents[2]
 book = pytest.mark.book  # the tests that read the session's smoke build

@@ -20,7 +20,7 @@ import pytest
 
 from infonce_book.pipeline import run as pipeline
 from infonce_book.pipeline import typeset
-from infonce_book.pipeline.assemble import site_dir
+from infonce_book.pipeline.run import site_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.book]

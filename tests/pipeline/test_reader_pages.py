@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from infonce_book.pipeline.citation import toc_pages
+from infonce_book.experiment.toc import toc_pages
 from infonce_book.testing.reader_pages import page_problems
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,14 +1,6 @@
-"""``infonce-book``: run one chapter, build the book, print the claims ledger.
-
-    infonce-book run CHAPTER [--profile P] [--device D] [--seed N] [--force]
-    infonce-book build [--profile P] [--device D] [--seed N] [--force] [--edition web|students]
-    infonce-book pdf [--build-dir DIR] [--edition web|students] [--paper a4|letter]
-                                                (after build: _build/pdf/book.pdf, appendix.pdf, one per chapter,
-                                                 typeset by LaTeX through jupyter-book; needs make tex-deps)
-    infonce-book timings record|readme          (chapter times for the README and the rerun boxes)
-    infonce-book ledger [--format json|table] [--id ID ...]
-    infonce-book chapters
-"""
+"""``infonce-book``: run one chapter (``run``), build the book (``build``), typeset its PDFs
+(``pdf``), record the chapter times (``timings``), print the claims ledger (``ledger``), list the
+executable pages (``chapters``); ``infonce-book --help`` says more."""
 
 from __future__ import annotations
 
@@ -27,15 +19,10 @@ from ..experiment.profiles import PROFILES
 from . import timings
 from .editions import EDITIONS
 
-#: The paper sizes of ``infonce-book pdf`` (the keys of :data:`infonce_book.pipeline.typeset.PAPERS`,
-#: which imports the print route; a test checks that the two agree).
+#: ``typeset.PAPERS`` and ``utils.device.DEVICES`` (and ``cuda:N``) without importing the print route or
+#: torch (tests check that they agree); the extra a core-only install lacks.
 PAPERS = ("a4", "letter")
-
-#: The accepted ``--device`` names (and ``cuda:N``); :data:`infonce_book.utils.device.DEVICES`, which
-#: imports torch (a test checks that the two agree).
 DEVICES = ("auto", "cpu", "cuda")
-
-#: What a core-only install (``pip install infonce-book``) lacks for the command: the extra to add.
 BOOK_EXTRA = "infonce-book[book]"
 
 
@@ -98,30 +85,29 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _terminate(signum, frame):
-    """SIGTERM (e.g. ``kill``, a CI timeout) unwinds like Ctrl-C: the running chapter's kernel is
-    shut down and its temporary files removed; nothing of it is written to the build folder."""
+    """SIGTERM (``kill``, a CI timeout) unwinds like Ctrl-C: the running chapter's kernel is shut
+    down and its temporary files removed; nothing of it reaches the build folder."""
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _printable_streams() -> None:
-    """Under a locale whose encoding cannot write the ledger's text (``LC_ALL=C``, UTF-8 mode off:
-    ASCII), print what it cannot encode as ``\\uXXXX`` escapes instead of stopping with a
-    UnicodeEncodeError."""
-    for stream in (sys.stdout, sys.stderr):
-        if hasattr(stream, "reconfigure") and (stream.encoding or "").lower().replace("-", "") != "utf8":
-            stream.reconfigure(errors="backslashreplace")
+#: The ``[book]`` extra's modules that the commands import (a core-only install has none of them);
+#: those before "sphinx" are checked before a command runs chapters, which would otherwise fail in
+#: their first cell, far from the cause.
+_BOOK_MODULES = ("pandas", "matplotlib", "papermill", "jupytext", "nbformat", "ipykernel", "yaml", "tabulate",
+                 "sphinx", "seaborn", "jupyter_book", "myst_nb", "nbclient", "jupyter_client", "sklearn",
+                 "sphinx_proof", "sphinx_exercise", "sphinxcontrib")
 
 
-def _missing_extra(err: ModuleNotFoundError) -> int:
-    """A core-only install (no ``[book]`` extra) running a command that needs the book's tool chain:
-    say which extra to install, not a traceback."""
-    print(f"error: this command needs {err.name!r}, which the core install leaves out; install the "
-          f"book's extra: pip install '{BOOK_EXTRA}' (from a clone: pip install -e '.[book]')", file=sys.stderr)
+def _missing_extra(name: str) -> int:
+    print(f"error: this command needs {name!r}, which the core install leaves out; install the book's "
+          f"extra: pip install '{BOOK_EXTRA}' (from a clone: pip install -e '.[book]')", file=sys.stderr)
     return 2
 
 
 def main(argv=None) -> int:
-    _printable_streams()
+    for stream in (sys.stdout, sys.stderr):  # a locale that cannot write the ledger's text: escapes
+        if hasattr(stream, "reconfigure") and (stream.encoding or "").lower().replace("-", "") != "utf8":
+            stream.reconfigure(errors="backslashreplace")
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread: leave signals alone
@@ -130,7 +116,7 @@ def main(argv=None) -> int:
         return _main(argv)
     except ModuleNotFoundError as err:
         if err.name and err.name.split(".")[0] in _BOOK_MODULES:
-            return _missing_extra(err)
+            return _missing_extra(err.name)
         raise
     except BrokenPipeError:  # e.g. `infonce-book ledger | head`
         sys.stderr.close()
@@ -144,28 +130,6 @@ def main(argv=None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-#: Top-level modules of the ``[book]`` extra that the commands import (the core install has none).
-_BOOK_MODULES = frozenset({"pandas", "matplotlib", "seaborn", "jupyter_book", "myst_nb", "papermill", "jupytext",
-                           "ipykernel", "nbformat", "nbclient", "jupyter_client", "yaml", "tabulate", "sklearn",
-                           "sphinx", "sphinx_proof", "sphinx_exercise", "sphinxcontrib"})
-#: What executing a chapter needs, checked before `run`, `build`, `pdf` and `timings` start: a chapter's
-#: kernel would otherwise fail in its first cell, far from the cause.
-_RUN_MODULES = ("pandas", "matplotlib", "papermill", "jupytext", "nbformat", "ipykernel", "yaml", "tabulate")
-
-
-def _missing_book_module() -> str | None:
-    """The first of :data:`_RUN_MODULES` that cannot be imported, else None."""
-    import importlib.util  # light; only the commands that run chapters check
-
-    for name in _RUN_MODULES:
-        try:
-            if importlib.util.find_spec(name) is None:
-                return name
-        except (ImportError, ValueError):
-            return name
-    return None
-
-
 def _main(argv=None) -> int:
     args = _parser().parse_args(argv)
     root = project_root()
@@ -174,9 +138,11 @@ def _main(argv=None) -> int:
               f"repository (or set INFONCE_BOOK_ROOT)", file=sys.stderr)
         return 2
     if args.command not in ("chapters", "ledger"):
-        missing = _missing_book_module()
-        if missing is not None:
-            return _missing_extra(ModuleNotFoundError(f"No module named {missing!r}", name=missing))
+        import importlib.util  # light; only the commands that run chapters check
+
+        for name in _BOOK_MODULES[:_BOOK_MODULES.index("sphinx")]:
+            if importlib.util.find_spec(name) is None:
+                return _missing_extra(name)
     try:
         if args.command == "chapters":
             from .toc import back_matter, executable_pages  # yaml ([book] extra): per command

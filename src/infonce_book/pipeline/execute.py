@@ -1,20 +1,16 @@
-"""One chapter executed by papermill: :func:`run_chapter`.
+"""One chapter executed by papermill (:func:`run_chapter`), and the environment its kernel runs in.
 
 :func:`run_chapter` converts ``book/<chapter>.md`` with jupytext, executes it with papermill
-(parameters ``profile``, ``device``, ``seed`` injected after the cell tagged ``parameters``), hides
-the parameter cells, and writes ``<build>/notebooks/<chapter>.ipynb`` -- only when every cell ran.
-Its ledger records go to ``<build>/ledger/<chapter>.json``, also only on success. The kernel is the
-interpreter running the pipeline and runs with :func:`~infonce_book.pipeline.kernel_env.chapter_env`
-(``INFONCE_BOOK_PIPELINE=1``, one thread per core, passive OpenMP wait).
-
-A chapter whose source, parameters and ``src/`` are unchanged since its last successful run is
-skipped (its key holds :func:`~infonce_book.experiment.paths.source_hash` of ``src/``): jupyter-cache
-keys ignore imported code (jupyter-book #1633).
+(``profile``, ``device``, ``seed`` injected after the cell tagged ``parameters``), hides the
+parameter cells and, only when every cell ran, writes ``<build>/notebooks/<chapter>.ipynb`` and
+``<build>/ledger/<chapter>.json``. It skips a chapter whose source, parameters and ``src/`` are
+unchanged since its last successful run: the key holds
+:func:`~infonce_book.experiment.paths.source_hash` of ``src/`` (jupyter-cache keys ignore imported
+code, jupyter-book #1633). The kernel is this interpreter, run with :func:`chapter_env`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -24,18 +20,47 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
-from ..experiment.paths import atomic_write_text, project_root, source_hash
+from ..experiment.paths import PIPELINE_ENV, atomic_write_text, project_root, source_hash
 from ..experiment.profiles import check_profile
 from ..utils.device import resolve_device
 from ..utils.validation import check_seed
-from .kernel_env import chapter_env
 from .timings import record_timing
 from .toc import resolve_chapter
 
-__all__ = ["PIPELINE_VERSION", "ChapterError", "RunResult", "run_chapter"]
-
 PIPELINE_VERSION = "1"
+#: Thread settings of the chapter kernel, and the defaults :func:`kernel_thread_env` gives them.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY",
+                    "MKL_DYNAMIC")
+
+
+def available_cores() -> int:
+    """The number of CPU cores this process may run on (its affinity mask, else ``os.cpu_count``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def kernel_thread_env(environ: dict | None = None) -> dict[str, str]:
+    """One thread per available core in torch, MKL and OpenBLAS, and the *passive* OpenMP wait
+    policy (idle threads sleep instead of spinning: on a small shared machine spinning threads
+    made chapters 2-5 times slower); a variable already set in ``environ`` is kept."""
+    environ = os.environ if environ is None else environ
+    n = str(available_cores())
+    wanted = dict(zip(THREAD_VARIABLES, (n, n, n, "PASSIVE", "FALSE")))
+    return {k: environ.get(k) or v for k, v in wanted.items()}
+
+
+def chapter_env(root: Path, build_dir: Path, ledger_dir: Path, *, environ: dict | None = None) -> dict[str, str]:
+    """The variables a chapter's kernel runs with: ``INFONCE_BOOK_PIPELINE=1`` (figures only glued),
+    the root, build and ledger folders, no progress bars, the inline matplotlib backend and
+    :func:`kernel_thread_env`."""
+    return {"INFONCE_BOOK_NO_PROGRESS": "1", "INFONCE_BOOK_LEDGER_DIR": str(ledger_dir),
+            "INFONCE_BOOK_ROOT": str(root), "INFONCE_BOOK_BUILD_DIR": str(build_dir),
+            "MPLBACKEND": "module://matplotlib_inline.backend_inline", PIPELINE_ENV: "1",
+            **kernel_thread_env(environ)}
 
 
 class ChapterError(RuntimeError):
@@ -51,28 +76,14 @@ class RunResult:
 
 
 def _run_key(source: Path, params: dict, root: Path) -> str:
-    h = hashlib.sha256()
-    h.update(PIPELINE_VERSION.encode())
-    h.update(source.read_bytes())
-    h.update(json.dumps(params, sort_keys=True).encode())
-    h.update(source_hash(root / "src").encode())
-    return h.hexdigest()
+    parts = (PIPELINE_VERSION.encode(), source.read_bytes(), json.dumps(params, sort_keys=True).encode(),
+             source_hash(root / "src").encode())
+    return hashlib.sha256(b"".join(parts)).hexdigest()
 
 
-def _hide_parameter_cells(nb) -> None:
-    for cell in nb.cells:
-        tags = cell.get("metadata", {}).get("tags", [])
-        if "parameters" in tags or "injected-parameters" in tags:
-            cell.metadata["tags"] = sorted(set(tags) | {"remove-cell"})
-
-
-def _own_kernel_manager():
-    """A kernel manager class whose kernel is this interpreter (``sys.executable -m ipykernel_launcher``).
-
-    Whatever kernelspecs are installed: none where ipykernel came as carried wheels (an offline GPU
-    machine), or a user's ``python3`` spec that names another interpreter. The chapter then always
-    runs with the packages (torch build included) of the Python that runs the pipeline.
-    """
+def _kernel_manager():
+    """A kernel manager whose kernel is this interpreter, whatever kernelspecs are installed (none
+    where ipykernel came as carried wheels, or a ``python3`` spec naming another Python)."""
     from ipykernel.kernelspec import RESOURCES, get_kernel_dict  # heavy: only when a chapter runs
     from jupyter_client import AsyncKernelManager  # heavy: only when a chapter runs
     from jupyter_client.kernelspec import KernelSpec  # heavy: only when a chapter runs
@@ -87,15 +98,10 @@ def _own_kernel_manager():
     return OwnInterpreterKernelManager
 
 
-#: The papermill engine of :func:`_keep_partial_engine`.
-KEEP_PARTIAL_ENGINE = "infonce-book"
-
-
 def _keep_partial_engine() -> str:
-    """Register (idempotent) and name papermill's nbclient engine with one change: when execution
-    stops with an exception of its own (the kernel died, a timeout), the partial notebook is
-    written to ``partial_path``. papermill writes it for a failing cell, but not then (it saves
-    only on request at every cell, which costs a write per cell)."""
+    """Register papermill's nbclient engine with one change: when execution stops with an exception
+    of its own (the kernel died, a timeout), the partial notebook is still written to
+    ``partial_path`` (papermill writes it only for a failing cell)."""
     from papermill.engines import NBClientEngine, papermill_engines  # heavy: only when a chapter runs
 
     class KeepPartialEngine(NBClientEngine):
@@ -108,41 +114,13 @@ def _keep_partial_engine() -> str:
                     nb_man.output_path = partial_path  # papermill's `finally` (notebook_complete) saves it
                 raise
 
-    papermill_engines.register(KEEP_PARTIAL_ENGINE, KeepPartialEngine)
-    return KEEP_PARTIAL_ENGINE
-
-
-@contextlib.contextmanager
-def _environ(updates: dict[str, str]):
-    """``os.environ`` with ``updates`` inside the block, restored as it was afterwards."""
-    saved = {k: os.environ.get(k) for k in updates}
-    os.environ.update(updates)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def _read_chapter(stem: str, source: Path):
-    """The chapter as a notebook (jupytext), with the ``python3`` kernelspec; it must have a cell
-    tagged ``parameters``."""
-    import jupytext  # heavy: only when a chapter runs
-
-    nb = jupytext.read(source)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    if not any("parameters" in c.get("metadata", {}).get("tags", []) for c in nb.cells):
-        raise ChapterError(f"chapter {stem}: no cell is tagged 'parameters' in {source}")
-    return nb
+    papermill_engines.register("infonce-book", KeepPartialEngine)
+    return "infonce-book"
 
 
 def _last_started_cell(notebook: Path) -> str:
-    """The cell papermill last started in the partial notebook ``notebook`` (status ``running``,
-    else the last with a start time): ``"cell N, which begins '<first line>'"`` (N counts every cell
-    of the executed notebook from 0, as for a failing cell)."""
+    """``"cell N, which begins '<first line>'"``: the cell papermill last started (status
+    ``running``, else the last with a start time) in the partial notebook."""
     import nbformat  # heavy: only when a chapter runs
 
     try:
@@ -160,14 +138,9 @@ def _last_started_cell(notebook: Path) -> str:
 
 
 def _execute(in_path: Path, exec_path: Path, *, stem: str, source: Path, params: dict, failed: Path) -> float:
-    """Execute the notebook ``in_path`` into ``exec_path`` with papermill (the environment is the
-    caller's); returns the seconds taken.
-
-    Raises:
-        ChapterError: a cell raised (the message names the cell and the error), or the kernel died
-            or timed out (it names the last cell that started). Either way the partial notebook
-            papermill wrote is kept as ``failed`` (``<chapter>.failed.ipynb``) when there is one.
-    """
+    """Execute ``in_path`` into ``exec_path`` with papermill; returns the seconds taken. Raises
+    :class:`ChapterError` naming the failing cell (or the last that started, when the kernel died
+    or timed out), keeping the partial notebook as ``failed`` when there is one."""
     import papermill as pm  # heavy: only when a chapter runs
 
     t0 = time.perf_counter()
@@ -175,11 +148,9 @@ def _execute(in_path: Path, exec_path: Path, *, stem: str, source: Path, params:
         pm.execute_notebook(str(in_path), str(exec_path), parameters=params, kernel_name="python3",
                             cwd=str(source.parent), progress_bar=sys.stderr.isatty(),
                             log_output=False, request_save_on_cell_execute=False,
-                            kernel_manager_class=_own_kernel_manager(),
+                            kernel_manager_class=_kernel_manager(),
                             engine_name=_keep_partial_engine(), partial_path=str(exec_path),
-                            # the kernel's own log (TCP notice, shutdown chatter) is noise
-                            # here; cell errors still fail the run, naming the cell.
-                            extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
+                            extra_arguments=["--IPKernelApp.log_level=CRITICAL"])  # the kernel's chatter
     except pm.PapermillExecutionError as err:
         if exec_path.exists():
             shutil.copyfile(exec_path, failed)
@@ -199,20 +170,12 @@ def _execute(in_path: Path, exec_path: Path, *, stem: str, source: Path, params:
     return time.perf_counter() - t0
 
 
-def _unchanged(out_nb: Path, run_info: Path, key: str) -> dict | None:
-    """The last run's record when its notebook exists and its key is ``key``, else None."""
-    if out_nb.is_file() and run_info.is_file():
-        info = json.loads(run_info.read_text(encoding="utf-8"))
-        if info.get("key") == key:
-            return info
-    return None
-
-
 def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", seed: int = 0,
                 build_dir: Path | None = None, force: bool = False, root: Path | None = None,
                 log=print) -> RunResult:
     """Execute one chapter with papermill (see module docstring). Raises :class:`ChapterError`;
     ``ValueError`` for an unknown chapter, profile or seed."""
+    import jupytext  # heavy: only when a chapter runs
     import nbformat  # heavy: only when a chapter runs (the light commands never import it)
 
     root = (root or project_root()).resolve()
@@ -224,44 +187,43 @@ def run_chapter(name: str, *, profile: str = "standard", device: str = "auto", s
     nb_dir, ledger_dir = build_dir / "notebooks", build_dir / "ledger"
     nb_dir.mkdir(parents=True, exist_ok=True)
     ledger_dir.mkdir(parents=True, exist_ok=True)
-    out_nb, run_info = nb_dir / f"{stem}.ipynb", nb_dir / f"{stem}.run.json"
+    out_nb, run_info, failed = (nb_dir / f"{stem}{ext}" for ext in (".ipynb", ".run.json", ".failed.ipynb"))
     params = {"profile": profile, "device": dev.type, "seed": int(seed)}
     key = _run_key(source, params, root)
-    info = None if force else _unchanged(out_nb, run_info, key)
-    if info is not None:
+    info = json.loads(run_info.read_text(encoding="utf-8")) if run_info.is_file() and out_nb.is_file() else {}
+    if not force and info.get("key") == key:
         log(f"[{stem}] unchanged since its last run ({info.get('seconds', 0):.1f} s); skipped")
         return RunResult(stem, "skipped", 0.0, out_nb)
 
-    nb = _read_chapter(stem, source)
+    nb = jupytext.read(source)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    if not any("parameters" in c.get("metadata", {}).get("tags", []) for c in nb.cells):
+        raise ChapterError(f"chapter {stem}: no cell is tagged 'parameters' in {source}")
     with tempfile.TemporaryDirectory(prefix=f"infonce-{stem}-") as tmp:
         tmp = Path(tmp)
-        tmp_ledger = tmp / "ledger"
-        tmp_ledger.mkdir()
+        (tmp / "ledger").mkdir()
         in_path, exec_path = tmp / f"{stem}.input.ipynb", tmp / f"{stem}.ipynb"
         nbformat.write(nb, in_path)
-        with _environ(chapter_env(root, build_dir, tmp_ledger)):
+        with mock.patch.dict(os.environ, chapter_env(root, build_dir, tmp / "ledger")):
             log(f"[{stem}] executing with profile={profile}, device={dev.type}, seed={seed}")
-            seconds = _execute(in_path, exec_path, stem=stem, source=source, params=params,
-                               failed=nb_dir / f"{stem}.failed.ipynb")
+            seconds = _execute(in_path, exec_path, stem=stem, source=source, params=params, failed=failed)
         executed = nbformat.read(exec_path, as_version=4)
-        _hide_parameter_cells(executed)
+        for cell in executed.cells:  # the parameter cells are hidden
+            tags = cell.get("metadata", {}).get("tags", [])
+            if "parameters" in tags or "injected-parameters" in tags:
+                cell.metadata["tags"] = sorted(set(tags) | {"remove-cell"})
         # The run record goes first and comes back last: a run stopped between the writes below
         # (killed, power cut) leaves no record, so the next run executes the chapter again.
         run_info.unlink(missing_ok=True)
         atomic_write_text(out_nb, nbformat.writes(executed))
-        _move_ledger(tmp_ledger / f"{stem}.json", ledger_dir / f"{stem}.json")
-    (nb_dir / f"{stem}.failed.ipynb").unlink(missing_ok=True)
+        produced, ledger = tmp / "ledger" / f"{stem}.json", ledger_dir / f"{stem}.json"
+        if produced.is_file():  # the run's ledger in place of the last one (none if it recorded no claims)
+            atomic_write_text(ledger, produced.read_text(encoding="utf-8"))
+        else:
+            ledger.unlink(missing_ok=True)
+    failed.unlink(missing_ok=True)
     atomic_write_text(run_info, json.dumps({"key": key, **params, "seconds": seconds,
                                             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2))
     record_timing(build_dir, stem, profile, seconds)
     log(f"[{stem}] done in {seconds:.1f} s")
     return RunResult(stem, "ran", seconds, out_nb)
-
-
-def _move_ledger(produced: Path, final: Path) -> None:
-    """The run's ledger file in place of the last one (none if the run recorded no claims)."""
-    if produced.is_file():
-        atomic_write_text(final, produced.read_text(encoding="utf-8"))
-    else:
-        final.unlink(missing_ok=True)
-

@@ -1,13 +1,10 @@
 """The reading path: which chapter uses which, read from the chapters' own cross-references.
 
-A chapter *uses* an earlier chapter when its page refers to it: ``{doc}`` to the page, or
-``{prf:ref}``, ``{eq}``, ``{numref}``, ``{ref}`` to one of its labels (labels carry the chapter's
-prefix, ``c4-thm-lipschitz``; see README "Layout"). References forward ("Chapter 5 uses this
-bound") are pointers, not prerequisites, and are not counted: the path follows the book's order. The pipeline puts :func:`reading_path_markdown` into
-the page holding ``<!-- infonce-book: reading-path -->`` (the intro): a table of the direct uses
-and a small diagram (an inline SVG drawn here, no external tool) of the uses that are not implied
-by others (the transitive reduction), chapters in rows by how long a chain leads to them, each box
-a link to its chapter. As the chapters change, the diagram follows at the next build.
+A chapter *uses* an earlier chapter when it refers to it: ``{doc}`` to its page, or ``{prf:ref}``,
+``{eq}``, ``{numref}``, ``{ref}`` to one of its labels (labels carry the chapter's prefix,
+``c4-thm-lipschitz``); references forward are pointers, not prerequisites. The intro's
+``<!-- infonce-book: reading-path -->`` gets :func:`reading_path_markdown`: a table of the direct uses
+and an inline SVG of the uses no chain of others implies (the transitive reduction), each box a link.
 """
 
 from __future__ import annotations

@@ -1,44 +1,33 @@
-"""A small Sphinx extension for the rendered book (listed in ``_config.yml`` ``extra_extensions``).
+"""The book's Sphinx extension (listed in ``_config.yml`` ``extra_extensions``).
 
-* **Visible labels.** Every theorem, lemma, proposition, corollary, definition (sphinx-proof),
-  exercise (sphinx-exercise) and labelled figure shows its stable label, small and copyable,
-  at the end of its title or caption: "Theorem 1.2 (The rate) ``c1-thm-rate``". The label is
-  what the "How to cite" page asks readers to cite; numbers may change between versions,
-  labels do not. (A ``<code class="infonce-label">`` inside a ``<span class="infonce-label">``;
-  ``infonce-book.css`` styles it; one click selects the whole label.)
-* **MathJax on every page.** Sphinx loads MathJax only on pages whose own text has math, but the
-  navigation sidebar of every page shows chapter titles with math ("The limit and its $O(1/k)$
-  rate"): on the pages without math of their own (references, index, search, back matter) those
-  titles stayed raw TeX. The HTML assets policy ``always`` loads MathJax (vendored, no CDN)
-  everywhere.
-* **Duplicate inline scripts.** sphinx-thebe's configuration script is added twice, and the
-  second copy fails with "Identifier 'THEBE_JS_URL' has already been declared" in every page's
-  console; identical inline scripts are kept once.
-* **Links to solutions** that read "Solution to Exercise 1.2" from any page, not just "Solution
-  to": :mod:`~infonce_book.pipeline.sphinx_solutions`.
-* **The index and the proof index**: the notation page's terms and the results by name in the
-  general index, numbers and titles in the proof index: :mod:`~infonce_book.pipeline.sphinx_index`.
-* **Titles as plain text** where nothing typesets them (the ``<title>``, the search index and
-  results): :mod:`~infonce_book.pipeline.sphinx_titles`.
-* **Every screen** (issue 34): the theme's menu and contents buttons work on phones and tablets (a
-  shim, ``infonce-theme.js``, until pydata-sphinx-theme #2451 is fixed), and its ".pdf" button
-  opens the chapter's PDF; images keep their aspect (``infonce-book.css``); a favicon and a meta
-  description on every page (its first paragraph, math as text).
-* **A lighter page**: ``templates/layout.html`` drops the theme's fontawesome.js (1.5 MB) and the
-  render-blocking search index from every page but the search page; the icon font is cut down to
-  the icons the pages show (:func:`subset_icon_fonts`); images load lazily, out of view.
+* **Visible labels**: every theorem, lemma, ..., exercise and labelled figure shows its stable label
+  (what the "How to cite" page asks readers to cite), small and copyable, after its title or caption.
+* **MathJax on every page** (the sidebar's titles have math), vendored, no CDN; sphinx-thebe's
+  configuration script, added twice, kept once.
+* **Links to solutions** read "Solution to Exercise 1.2" from any page, not just "Solution to"
+  (sphinx-exercise completes same-page links only): :class:`CompleteSolutionLinks`.
+* **Titles as plain text** where nothing typesets them (the ``<title>``, the search index and the
+  search page's summaries: ``infonce-search.js``), by :func:`~infonce_book.pipeline.tex_text.tex_to_text`.
+* **The index and the proof index**: :mod:`~infonce_book.pipeline.sphinx_index`.
+* **Every screen**: the theme's menu and contents buttons work on phones (``infonce-theme.js``,
+  until pydata-sphinx-theme #2451 is fixed); a favicon and a meta description on every page.
+* **A lighter page**: ``templates/layout.html`` drops fontawesome.js and the search index from every
+  page but the search page; the icon font is cut to the icons shown (:func:`subset_icon_fonts`); the
+  figures are recompressed (:func:`optimise_pngs`); images load lazily.
 """
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from pathlib import Path
 
 from docutils import nodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from .sphinx_index import plain_text, setup_index
-from .sphinx_solutions import CompleteSolutionLinks
-from .sphinx_titles import setup_titles
+from .tex_text import SYMBOLS, tex_to_text
 
 STATIC = Path(__file__).resolve().parent / "static"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -244,6 +233,83 @@ def _png_bytes(image, io, text=None) -> bytes:
     return buffer.getvalue()
 
 
+_MATH_SPAN = re.compile(r'<span class="math[^"]*">\s*\\\((?P<tex>.*?)\\\)\s*</span>', re.S)
+_RAW_INLINE = re.compile(r"\\\((?P<tex>.*?)\\\)", re.S)
+
+
+def plain_title_html(title: str) -> str:
+    """A title's HTML with each inline formula (``<span class="math">\\(...\\)</span>``) as plain text."""
+    def text(m):
+        return html.escape(tex_to_text(html.unescape(m.group("tex"))), quote=False)
+    return _RAW_INLINE.sub(text, _MATH_SPAN.sub(text, title or ""))
+
+
+def _plain_page_title(app, pagename, templatename, context, doctree) -> None:
+    if context.get("title"):
+        context["title"] = plain_title_html(context["title"])
+    if pagename == "search":
+        app.add_js_file(None, body=f"window.INFONCE_TEX_SYMBOLS = {json.dumps(SYMBOLS, ensure_ascii=False)};",
+                        priority=900)
+        app.add_js_file("infonce-search.js", priority=901)
+
+
+def _plain_search_index(app) -> None:
+    """The search indexer gets each page's title and a copy of its doctree with the math as text."""
+    original = getattr(app.builder, "index_page", None)
+    if original is None or getattr(original, "infonce_plain", False):
+        return
+
+    def index_page(pagename, doctree, title):
+        copy = doctree.deepcopy()
+        for node in list(copy.findall(nodes.math)):
+            node.replace_self(nodes.Text(tex_to_text(node.astext())))
+        return original(pagename, copy, plain_title_html(title))
+
+    index_page.infonce_plain = True
+    app.builder.index_page = index_page
+
+
+def solution_link_text(env, solution_label: str) -> list[nodes.Node] | None:
+    """The text "Solution to Exercise N.M (the exercise's title)", its math kept as math nodes;
+    ``None`` when the label is not a solution's or its exercise has no number."""
+    registry = getattr(env, "sphinx_exercise_registry", {}) or {}
+    entry = registry.get(solution_label)
+    if not entry or entry.get("type") != "solution":
+        return None
+    exercise_label = entry["node"].get("target_label")
+    exercise = registry.get(exercise_label)
+    if exercise is None:
+        return None
+    number = env.toc_fignumbers.get(exercise["docname"], {}).get("exercise", {}).get(exercise_label)
+    if not number:
+        return None
+    out: list[nodes.Node] = [nodes.Text(f"Solution to Exercise {'.'.join(str(n) for n in number)}")]
+    title = exercise["node"].children[0] if exercise["node"].children else None
+    subtitle = next((c for c in title.children if isinstance(c, nodes.subtitle)), None) if title else None
+    if subtitle is not None and subtitle.children:
+        out += [nodes.Text(" ("), *(c.deepcopy() for c in subtitle.children), nodes.Text(")")]
+    return out
+
+
+class CompleteSolutionLinks(SphinxPostTransform):
+    """Complete the text of cross-page links to solutions (``refuri`` ending in ``#<solution label>``,
+    reading just "Solution to"); a link whose text the author wrote is left alone."""
+
+    default_priority = 23  # after sphinx-exercise's ResolveLinkTextToSolutions (22)
+
+    def run(self, **kwargs) -> None:
+        for ref in list(self.document.findall(nodes.reference)):
+            uri = ref.get("refuri") or ""
+            if "#" not in uri or ref.astext().strip() != "Solution to":
+                continue
+            text = solution_link_text(self.env, uri.rsplit("#", 1)[1])
+            if text is None:
+                continue
+            holder = ref.children[0] if ref.children and isinstance(ref.children[0], nodes.inline) else ref
+            holder.children = []
+            holder.extend(text)
+
+
 def setup(app):
     app.set_html_assets_policy("always")
     app.connect("html-page-context", _dedupe_inline_scripts, priority=900)
@@ -257,7 +323,8 @@ def setup(app):
     app.add_css_file("infonce-book.css")
     app.add_js_file("infonce-layout.js", priority=900)  # long inline formulas scroll on a phone
     app.add_js_file("infonce-theme.js", priority=900)  # the theme's sidebar buttons and ".pdf" button
-    setup_titles(app)
+    app.connect("builder-inited", _plain_search_index)
+    app.connect("html-page-context", _plain_page_title, priority=800)
     app.add_post_transform(CompleteSolutionLinks)
     setup_index(app)
     return {"version": "3", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,14 +1,10 @@
 """The book's index and proof index (part of the book's Sphinx extension).
 
-* **The general index** (``genindex``) was empty: nothing in the book made index entries. Now it
-  lists the glossary's terms (Sphinx's ``glossary`` directive makes them), the terms the
-  :doc:`notation` page defines (each **bold** term there, with an anchor of its own:
-  ``notation-term-<name>``), and every titled numbered result by its name, with its kind and
-  label ("O(1/k) rate, with explicit constants -- theorem c1-thm-rate"). Math in a name is
-  plain text (:func:`~infonce_book.pipeline.tex_text.tex_to_text`).
-* **The proof index** (sphinx-proof's ``prf-prf.html``) listed bare labels under their labels'
-  initials. :class:`ProofIndex` replaces it: grouped by page, each result by number and title
-  ("Theorem 1.3 (The O(1/k) rate, with explicit constants)"), its label beside it.
+* The general index lists the glossary's terms, the bold terms of the notation page (each with an
+  anchor, ``notation-term-<name>``) and every titled numbered result by its name, kind and label,
+  math as plain text (:func:`~infonce_book.pipeline.tex_text.tex_to_text`).
+* The proof index (sphinx-proof's ``prf-prf.html``, bare labels under their initials) is replaced by
+  :class:`ProofIndex`: by page, each result by number and title, its label beside it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""TeX math as plain Unicode text, for the places where no MathJax typesets it.
-
-A browser tab's ``<title>``, the search index's page and section titles and the search results'
-summaries are plain text: a title "The limit and its $O(1/k)$ rate" must read "The limit and its
-O(1/k) rate" there, and "$\\chi^2$" must read "χ²", not "\\(\\chi^2\\)". :func:`tex_to_text`
-converts the TeX the book's titles use (Greek letters, relations, ``\\mathbb``, ``\\mathrm``,
-``\\bar``, ``\\frac``, sub- and superscripts, the book's macros ``\\E``, ``\\R``, ``\\KL``,
-``\\Var``); a command it does not know keeps its name without the backslash (readable, never
-raw TeX). :data:`SYMBOLS` is the table, also handed to the search page's script.
+"""TeX math as plain Unicode text, where no MathJax typesets it (a tab's ``<title>``, the search
+index and summaries): "$O(1/k)$" reads "O(1/k)", "$\\chi^2$" reads "χ²". :func:`tex_to_text` knows the
+TeX of the book's titles; an unknown command keeps its name without the backslash. :data:`SYMBOLS`
+is the table, also handed to the search page's script.
 """
 
 from __future__ import annotations

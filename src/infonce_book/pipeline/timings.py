@@ -1,15 +1,11 @@
-"""Recorded chapter times: one file that the README's table and every page's rerun box both read.
+"""Recorded chapter times: one file (:data:`TIMES_FILE`) that the README's table and every page's
+rerun box both read.
 
-``infonce-book timings record`` (:func:`infonce_book.pipeline.build.record_timings`) executes every
-chapter (``--force``, into a fresh build folder, so with an empty experiment cache) at the smoke
-and the standard profile on the CPU, one after the other, and writes :data:`TIMES_FILE` (``benchmarks/results/cpu/chapter_times.json``): the seconds
-per chapter and profile, the machine (CPU model, cores), the thread settings the kernels ran
-with, the load average before and after (other processes on the machine slow chapters down) and
-the commit. It then rewrites the README's table between the markers
-``<!-- infonce-book: chapter-times -->`` and ``<!-- /infonce-book: chapter-times -->``
-(:func:`update_readme`; ``infonce-book timings readme`` does only that). The rerun box of each
-page (:func:`infonce_book.pipeline.reproducibility.rerun_box`) quotes the same file, next to the
-time of the run the page shows.
+``infonce-book timings record`` (:func:`infonce_book.pipeline.run.record_timings`) executes every
+chapter, forced and with an empty experiment cache, at the smoke and the standard profile on the CPU
+and writes the seconds, the machine, the kernels' thread settings, the load average before and after
+and the commit; then :func:`update_readme` rewrites the README's table between its markers
+(``infonce-book timings readme`` does only that). Standard library only: the light commands import it.
 """
 
 from __future__ import annotations
@@ -34,11 +30,10 @@ def load_recorded(root: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
-def fmt_seconds(s: float | None) -> str:
-    """``42 s`` below two minutes, else ``3.5 min``; ``not recorded`` for a chapter whose time has
-    not been recorded yet (a new chapter, until ``infonce-book timings record`` runs)."""
+def fmt_seconds(s: float | None, missing: str = "not recorded") -> str:
+    """``42 s`` below two minutes, else ``3.5 min``; ``missing`` for a time not recorded (yet)."""
     if s is None:
-        return "not recorded"
+        return missing
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
@@ -47,26 +42,11 @@ def seconds_of(recorded: dict, profile: str, chapter: str) -> float | None:
     return recorded.get("profiles", {}).get(profile, {}).get("seconds", {}).get(chapter)
 
 
-def conditions(recorded: dict) -> str:
-    """Where, when and under which load the times were recorded (one sentence per profile)."""
-    m = recorded.get("machine", {})
-    out = [f"{m.get('cpu', 'unknown CPU')}, {m.get('cores', '?')} cores, Python {m.get('python', '?')}, "
-           f"torch {m.get('torch', '?')}, kernel threads {recorded.get('threads', {}).get('OMP_NUM_THREADS', '?')} "
-           f"(wait policy {recorded.get('threads', {}).get('OMP_WAIT_POLICY', '?')})"]
-    for p in RECORDED_PROFILES:
-        rec = recorded.get("profiles", {}).get(p)
-        if not rec:
-            continue
-        load = rec.get("load_average", {})
-        out.append(f"`{p}` recorded {rec.get('recorded', '?')} at commit `{rec.get('commit', '?')}`, "
-                   f"1-minute load average {load.get('before', '?')} before and {load.get('after', '?')} after")
-    return "; ".join(out)
-
-
 def readme_table(recorded: dict, chapters: list[str]) -> str:
-    """The README's table of chapter times (markdown), from the recorded file."""
-    head = "| chapter | " + " | ".join(f"`{p}`" for p in RECORDED_PROFILES) + " |"
-    lines = [head, "|---|" + "---|" * len(RECORDED_PROFILES)]
+    """The README's table of chapter times (markdown), and where, when and under which load the
+    times were recorded."""
+    lines = ["| chapter | " + " | ".join(f"`{p}`" for p in RECORDED_PROFILES) + " |",
+             "|---|" + "---|" * len(RECORDED_PROFILES)]
     for stem in chapters:
         lines.append(f"| `{stem}` | " + " | ".join(fmt_seconds(seconds_of(recorded, p, stem))
                                                   for p in RECORDED_PROFILES) + " |")
@@ -75,8 +55,18 @@ def readme_table(recorded: dict, chapters: list[str]) -> str:
         vals = [seconds_of(recorded, p, stem) for stem in chapters]
         totals.append(fmt_seconds(sum(vals)) if vals and None not in vals else "not recorded")
     lines.append("| all chapters | " + " | ".join(totals) + " |")
+    m, threads = recorded.get("machine", {}), recorded.get("threads", {})
+    where = [f"{m.get('cpu', 'unknown CPU')}, {m.get('cores', '?')} cores, Python {m.get('python', '?')}, "
+             f"torch {m.get('torch', '?')}, kernel threads {threads.get('OMP_NUM_THREADS', '?')} "
+             f"(wait policy {threads.get('OMP_WAIT_POLICY', '?')})"]
+    for p in RECORDED_PROFILES:
+        rec = recorded.get("profiles", {}).get(p)
+        if rec:
+            load = rec.get("load_average", {})
+            where.append(f"`{p}` recorded {rec.get('recorded', '?')} at commit `{rec.get('commit', '?')}`, "
+                         f"1-minute load average {load.get('before', '?')} before and {load.get('after', '?')} after")
     return ("\n".join(lines) + f"\n\nMeasured by `infonce-book timings record` ({TIMES_FILE.as_posix()}): "
-            f"{conditions(recorded)}. A load average above the number of cores means other processes "
+            f"{'; '.join(where)}. A load average above the number of cores means other processes "
             f"shared the CPU.")
 
 
@@ -85,11 +75,8 @@ def readme_block(recorded: dict, chapters: list[str]) -> str:
 
 
 def update_readme(root: Path, chapters: list[str]) -> bool:
-    """Rewrite the README's table between the markers from :data:`TIMES_FILE`; True if changed.
-
-    Raises:
-        ValueError: the README lacks the markers.
-    """
+    """Rewrite the README's table between its markers from :data:`TIMES_FILE`; True if changed
+    (``ValueError`` if the README lacks the markers)."""
     path = Path(root) / "README.md"
     text = path.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(README_START) + r".*?" + re.escape(README_END), flags=re.S)

@@ -1,23 +1,13 @@
 """The PDFs of the book, typeset by LaTeX through jupyter-book's own builder.
 
-``infonce-book pdf`` (``make pdf``) runs ``jupyter-book build --builder pdflatex`` on the site that
-``infonce-book build`` assembled (``<build>/site``: the book's pages with the executed chapters),
-so Sphinx's LaTeX builder with sphinx-jupyterbook-latex writes ``book.tex`` and ``latexmk``
-typesets it with XeLaTeX (Debian's TeX Live: ``make tex-deps``). What the print leaves out and how
-it numbers is :mod:`~infonce_book.pipeline.sphinx_latex`'s; the style is ``infoncebook.sty``.
-From the typeset book it writes to ``<build>/pdf`` (``<build>/pdf-students`` for the student
-edition, from ``<build>/site-students``):
-
-* ``book.pdf``: the whole book, contents to index;
-* ``appendix.pdf``: its back matter (input validation, references, how to cite, the
-  reproducibility ledger), with the book's page numbers;
-* ``<chapter>.pdf`` for each numbered chapter: its pages of ``book.pdf``, with the book's page
-  numbers (PDF page labels);
-
-then copies them to the edition's HTML build (``<build>/html/pdf/``) and turns on the links to
-them that the pipeline left, hidden, after the title of the intro and of each chapter
-(:data:`~infonce_book.pipeline.assemble.PDF_PLACEHOLDER`). A LaTeX error or an undefined reference
-in the log stops it (:class:`PdfError`).
+``infonce-book pdf`` runs ``jupyter-book build --builder pdflatex`` on the site that ``infonce-book
+build`` assembled (``<build>/site``, or ``site-students``): Sphinx's LaTeX builder writes ``book.tex``
+(what the print leaves out and how it numbers: :mod:`~infonce_book.pipeline.sphinx_latex`; the style:
+``infoncebook.sty``) and ``latexmk`` typesets it with XeLaTeX (``make tex-deps``). From the book it
+writes ``book.pdf``, ``appendix.pdf`` (the back matter) and ``<chapter>.pdf`` per chapter, with the
+book's page numbers, to ``<build>/pdf`` (``pdf-students``), copies them into the HTML build and turns
+on the hidden links to them (:data:`~infonce_book.pipeline.run.PDF_PLACEHOLDER`). A LaTeX error or
+an undefined reference in the log stops it (:class:`PdfError`).
 """
 
 from __future__ import annotations
@@ -25,15 +15,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from .assemble import BOOK_PDF, PDF_PLACEHOLDER, html_dir, site_dir
 from .editions import EDITIONS
+from .run import BOOK_PDF, PDF_PLACEHOLDER, html_dir, jupyter_book, site_dir
 from .toc import back_matter, chapters
 
 __all__ = ["APPENDIX_PDF", "PAPERS", "TEX_TOOLS", "PdfBuild", "PdfError", "activate_pdf_links", "build_pdfs",
@@ -87,16 +75,12 @@ def _run_jupyter_book(site: Path, paper: str, log) -> Path:
     if elements.get("papersize") != PAPERS[paper]:
         elements["papersize"] = PAPERS[paper]
         config.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or shutil.which("jupyter-book")
-    if jb is None:
-        raise PdfError("jupyter-book was not found: install the project with `make install`")
     latex = site / "_build" / "latex"
     shutil.rmtree(latex, ignore_errors=True)
     log(f"[pdf] jupyter-book build {site} --builder pdflatex (Sphinx's LaTeX builder, then latexmk -pdfxe)")
-    proc = subprocess.run([jb, "build", str(site), "--builder", "pdflatex", "-n", "--keep-going"],
-                          capture_output=True, text=True, encoding="utf-8", errors="replace",
-                          env={**os.environ, "PYTHONIOENCODING": "utf-8", "LATEXMKOPTS": "-interaction=nonstopmode"})
-    (site / "_build" / "jupyter-book-pdflatex.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
+    proc = jupyter_book(["build", str(site), "--builder", "pdflatex", "-n", "--keep-going"],
+                        site / "_build" / "jupyter-book-pdflatex.log",
+                        env={"LATEXMKOPTS": "-interaction=nonstopmode"})
     if proc.returncode != 0 or not (latex / "book.pdf").is_file():
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
         raise PdfError(f"jupyter-book's LaTeX build failed (exit {proc.returncode}); see "
@@ -195,7 +179,7 @@ def _index_page(marks, reader) -> int:
 
 def activate_pdf_links(html: Path, pdf_dir: Path) -> list[Path]:
     """Copy the PDFs into ``html/pdf/`` and turn each hidden placeholder whose PDF exists into a
-    visible link (see :data:`~infonce_book.pipeline.assemble.PDF_PLACEHOLDER`); returns the pages
+    visible link (see :data:`~infonce_book.pipeline.run.PDF_PLACEHOLDER`); returns the pages
     changed."""
     html, pdf_dir = Path(html), Path(pdf_dir)
     dest = html / "pdf"

@@ -1,5 +1,5 @@
 // infonce-book: the search results' summaries without raw TeX and without code (see
-// pipeline/sphinx_titles.py). Sphinx's search page cuts a summary from the text of each found
+// pipeline/sphinx_ext.py). Sphinx's search page cuts a summary from the text of each found
 // page, where inline math is still TeX ("\(O(1/k)\)") and code cells are text like any other.
 // Before it does, displayed formulas, code cells and code blocks are left out, and each inline
 // formula becomes plain text with the symbol table of the search index's titles
