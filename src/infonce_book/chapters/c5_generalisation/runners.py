@@ -33,7 +33,7 @@ from ...theory.bounds import (
 from ...theory.pacbayes import log_xi
 from ...theory.search import search_cross_entropy
 from ...utils.device import one_thread, resolve_device
-from ...utils.progress import progress
+from ...utils.parallel import cpu_workers, map_processes
 from .certify import bernstein_columns, direct_columns, holdout_columns, sharp_bias, variant_columns
 from .setup import GeneralisationSetup
 
@@ -75,20 +75,28 @@ def _cell_seed(seed: int, cell: dict) -> int:
 
 def grid(models: dict, cells: list, setup: GeneralisationSetup, moments: dict, input_m2: dict, device: str,
          seed: int) -> pd.DataFrame:
-    """Run :func:`train_cell` on every cell (each cached on its own) and stack the rows.
+    """Run :func:`train_cell` on every cell (each cached on its own) and stack the rows. On the
+    CPU the cells run on :func:`~infonce_book.utils.parallel.cpu_workers` processes, one thread
+    each; every cell has its own seed, so the table is bit for bit that of a serial run.
 
     ``models``, ``moments`` (the density-ratio moments for ``search_bias_bounds``) and ``input_m2``
     (``E|x|^2`` of the inputs) are keyed by the cells' model names; ``setup`` holds the confidence
     levels, the steps and the test and Monte Carlo sizes (the test set and the Monte Carlo draws
     shrink with ``k + 2`` so that their cost stays flat).
     """
-    rows = []
+    jobs = [dict(model=models[cell["model"]], cell=cell, cell_seed=_cell_seed(seed, cell), setup=setup,
+                 moments=moments[cell["model"]], input_m2=float(input_m2[cell["model"]]), device=device)
+            for cell in cells]
+    workers = cpu_workers() if resolve_device(device).type == "cpu" else 1
     with one_thread(device):
-        for cell in progress(cells, desc="c5 cells"):
-            name = cell["model"]
-            rows.append(train_cell(model=models[name], cell=cell, cell_seed=_cell_seed(seed, cell), setup=setup,
-                                   moments=moments[name], input_m2=float(input_m2[name]), device=device))
+        rows = map_processes(_train_cell_one_thread, jobs, workers=workers, desc="c5 cells")
     return pd.concat(rows, ignore_index=True)
+
+
+def _train_cell_one_thread(**job) -> pd.DataFrame:
+    """:func:`train_cell` on one CPU thread (in a worker process of :func:`grid`)."""
+    with one_thread(job["device"]):
+        return train_cell(**job)
 
 
 @cached
