@@ -220,8 +220,9 @@ def test_holdout_certificates_are_recorded_with_their_verdicts_and_sentences(led
     assert not rec["6.C6-digits-holdout-informative-k256-tau0.5"].passed
     assert list(table.passed) == [True, False] and list(table.groups) == [52, 3]
     text = prose.certificate_text(table, 1797, 899)
-    assert "below the uniform search" in text and "k = 16, τ = 0.5" in text and "0.91 nats below" in text
-    assert "not informative at k = 256, τ = 0.5" in text and "about 25,000" in text and "1,797" in text
+    assert "below the uniform search" in text and "(k, τ) = (16, 0.5);" in text and "0.91 nats below" in text
+    assert "not informative at (k, τ) = (256, 0.5), whose record fails" in text and "only 3 groups" in text
+    assert "would need are about 25,000 at (256, 0.5);" in text and "1,797" in text
     assert "_" not in text  # no code names in the page's prose
 
 

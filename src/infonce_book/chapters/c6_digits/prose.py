@@ -93,31 +93,33 @@ def seeds_text(n: float) -> str:
 
 
 def _cell(row) -> str:
-    return f"k = {int(row.k):,}, τ = {row.tau:g}"
+    return f"({int(row.k):,}, {row.tau:g})"
 
 
 def certificate_text(cert, n_images: int, n_heldout: int) -> str:
     """The sentences on the hold-out certificates (a table of
     :func:`~.ledger.ledger_certificates`): where each is informative (below the uniform search,
-    the whole seed interval) and, where not, how many held-out images it would need."""
-    good = cert[cert.passed].sort_values(["tau", "k"])
-    bad = cert[~cert.passed].sort_values(["tau", "k"])
+    the whole seed interval) and, where not, that its record fails and how many held-out images it
+    would need."""
+    good = cert[cert.passed].sort_values(["k", "tau"])
+    bad = cert[~cert.passed].sort_values(["k", "tau"])
     parts = []
     if len(good):
         best = good.loc[good.cert.idxmin()]
         parts.append(
-            f"The certificate lies below the uniform search, with its whole interval over seeds, at "
-            f"{join_words([_cell(r) for r in good.itertuples()])}: at {_cell(best)} it is "
-            f"{-best.cert:.2f} nats below log(k + 1) (95% interval {-best.cert_high:.2f} to {-best.cert_low:.2f} "
-            f"nats below), from {int(best.groups):,} groups of held-out images.")
+            f"The certificate lies below the uniform search, with its whole interval over seeds, at (k, τ) = "
+            f"{join_words([_cell(r) for r in good.itertuples()])}; at {_cell(best)} it is {-best.cert:.2f} nats "
+            f"below log(k + 1) (95% interval {-best.cert_high:.2f} to {-best.cert_low:.2f} nats below), from "
+            f"{int(best.groups):,} groups of held-out images.")
     if len(bad):
-        needs = [f"about {r.needed:,.0f} held-out images at {_cell(r)}" if math.isfinite(r.needed)
-                 else f"more images than any data set at {_cell(r)} (the held-out risk itself is not below "
-                      f"log(k + 1))"
+        needs = [f"{r.needed:,.0f} at {_cell(r)}" if math.isfinite(r.needed)
+                 else f"more than any data set at {_cell(r)} (its held-out risk is not below log(k + 1))"
                  for r in bad.itertuples()]
+        groups = join_words(sorted({f"{int(g):,}" for g in bad.groups}, key=lambda g: -int(g.replace(",", ""))))
         parts.append(
-            f"It is not informative at {join_words([_cell(r) for r in bad.itertuples()])}, where the "
-            f"{n_heldout:,} held-out images make only {join_words(sorted({f'{int(g):,}' for g in bad.groups}))} "
-            f"groups of k + 1. Were the held-out losses to keep their measured mean and spread, it would "
-            f"need {join_words(needs)}; the whole data set has {n_images:,}.")
+            f"It is not informative at (k, τ) = {join_words([_cell(r) for r in bad.itertuples()])}, whose "
+            f"{'records fail' if len(bad) > 1 else 'record fails'}: the {n_heldout:,} held-out images make only "
+            f"{groups} groups of k + 1 there. Were the held-out losses to keep their measured mean and "
+            f"spread, the held-out images it would need are about {join_words(needs)}; the whole data set "
+            f"has {n_images:,}.")
     return " ".join(parts)
