@@ -32,7 +32,7 @@ TOY = ToyModel(dim=2)
 
 PACKAGE_INIT = '''"""Chapter c9_toy (a throwaway chapter of tests/test_adding.py)."""
 
-from .setup import SIZES, STEM, setup
+from .config import SIZES, STEM, setup
 
 __all__ = ["STEM", "SIZES", "setup"]
 '''
@@ -98,7 +98,7 @@ def test_a_chapter_inserted_in_the_middle_and_a_model_follow_the_readme(tmp_path
     pkg = repo / "src" / "infonce_book" / "chapters" / "c9_toy"
     pkg.mkdir()
     (pkg / "__init__.py").write_text(PACKAGE_INIT)
-    (pkg / "setup.py").write_text(PACKAGE_SETUP)
+    (pkg / "config.py").write_text(PACKAGE_SETUP)
     (repo / "tests" / "chapters" / "test_c9_toy.py").write_text(
         '"""The toy chapter."""\n\nfrom infonce_book.chapters import c9_toy\n\n\n'
         'def test_the_toy_chapter_has_its_stem():\n    assert c9_toy.STEM == "c9_toy"\n')

@@ -6,7 +6,7 @@ The page constructs one :class:`GeneralisationSetup` (confidence levels, steps, 
 Carlo sizes, the PAC-Bayes design) in its parameter cell, next to its models, and passes both to
 the runners. Modules:
 
-* :mod:`.setup`: ``STEM``, ``SIZES``, :func:`setup`, :class:`GeneralisationSetup`;
+* :mod:`.config`: ``STEM``, ``SIZES``, :func:`setup`, :class:`GeneralisationSetup`;
 * :mod:`.constants`: the search constant and density-ratio moments of the models, the numbers of
   the exercises;
 * :mod:`.runners`: the training cells (cached one at a time) and the grid, a tidy table;
@@ -20,6 +20,7 @@ The PAC-Bayes machinery (Gaussian posteriors around the trained parameters) is l
 """
 
 from ...learning.pacbayes import POSTERIOR_RATIOS, PRIOR_SCALES, canonical_mean
+from .config import SIZES, STEM, GeneralisationSetup, setup
 from .constants import (
     exercise_numbers,
     gaussian_ratio_moments,
@@ -59,7 +60,6 @@ from .prose import (
 )
 from .runners import cells, grid, train_cell
 from .search_check import PROFILES, ledger_search_correction, search_correction_check
-from .setup import SIZES, STEM, GeneralisationSetup, setup
 from .tables import (
     BOUNDS,
     MEASURED,

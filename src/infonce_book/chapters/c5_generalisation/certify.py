@@ -27,8 +27,8 @@ from ...learning.embeddings import loss_per_tuple, reference_embedding
 from ...learning.pacbayes import canonical_mean, randomised_search_cross_entropy
 from ...learning.training import fit
 from ...theory.search import search_cross_entropy
+from .config import GeneralisationSetup
 from .direct import direct_certificate, direct_holdout, normalised_linear_tuple_search
-from .setup import GeneralisationSetup
 
 __all__ = ["sharp_bias", "bernstein_columns", "holdout_columns", "variant_columns", "away_centre", "direct_columns"]
 

@@ -35,7 +35,7 @@ from ...theory.search import search_cross_entropy
 from ...utils.device import one_thread, resolve_device
 from ...utils.parallel import cpu_workers, map_processes
 from .certify import bernstein_columns, direct_columns, holdout_columns, sharp_bias, variant_columns
-from .setup import GeneralisationSetup
+from .config import GeneralisationSetup
 
 __all__ = ["cells", "train_cell", "grid"]
 

@@ -21,8 +21,8 @@ from ...learning.training import fit
 from ...theory.stats import Estimate
 from ...utils.device import one_thread, resolve_device
 from .certify import sharp_bias
+from .config import GeneralisationSetup
 from .runners import _sharp_bound
-from .setup import GeneralisationSetup
 
 __all__ = ["theorem1_against_n", "ledger_theorem1_n", "RECORD_FROM_N"]
 

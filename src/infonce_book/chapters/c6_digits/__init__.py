@@ -4,7 +4,7 @@ measured on a learned embedding).
 The page constructs one :class:`DigitsSetup` (the experiment's fixed choices) in its parameter
 cell and passes it to the runners, and uses this package as ``chapter``:
 
-* :mod:`.setup` -- ``STEM``, ``SIZES`` (per profile), :func:`setup` and :class:`DigitsSetup`;
+* :mod:`.config` -- ``STEM``, ``SIZES`` (per profile), :func:`setup` and :class:`DigitsSetup`;
 * :mod:`.runners` -- a configuration in, a tidy table out, cached (the trained embeddings'
   weights are part of :func:`train_embeddings`'s table);
 * :mod:`.ledger` -- ``ledger_*``: tables into claims-ledger records, with their verdict rules;
@@ -21,6 +21,7 @@ and its tests.
 
 from ...learning.embeddings import SphereMLP
 from ...theory.stats import seeds_needed
+from .config import SIZES, STEM, DigitsSetup, setup
 from .figures import fig_idea, fig_kl, fig_rate, fig_search, fig_training, fig_trends, fig_view
 from .glue import (
     describe,
@@ -52,7 +53,6 @@ from .runners import (
     train_embeddings,
     view,
 )
-from .setup import SIZES, STEM, DigitsSetup, setup
 
 __all__ = [
     "HEADERS",

@@ -13,9 +13,9 @@ import pandas as pd
 from ...datasets import digits
 from ...theory.stats import Estimate, seeds_needed
 from . import prose
+from .config import DigitsSetup
 from .ledger import k_needed
 from .roles import by_tau_role, k_roles, tau_roles
-from .setup import DigitsSetup
 
 __all__ = ["describe", "training_numbers", "training_summary", "needed_negatives", "exercise_numbers",
            "false_negative_summary"]

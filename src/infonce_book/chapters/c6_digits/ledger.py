@@ -13,8 +13,8 @@ from ...experiment.ledger import Rule
 from ...experiment.tables import verdict_sentence
 from ...theory.stats import Estimate, equivalence_test, fit_loglog_slope, linear_slope
 from . import prose
+from .config import DigitsSetup
 from .roles import by_tau_role, k_roles, tau_roles
-from .setup import DigitsSetup
 
 __all__ = ["ledger_gap", "ledger_rate", "ledger_rates", "ledger_kl", "ledger_kls", "ledger_counts", "k_needed",
            "ledger_certificates"]

@@ -1,4 +1,4 @@
-"""Chapter 6, the runners: a :class:`~.setup.DigitsSetup` and sizes in, a tidy table out, cached
+"""Chapter 6, the runners: a :class:`~.config.DigitsSetup` and sizes in, a tidy table out, cached
 by configuration (:func:`~infonce_book.experiment.cache.cached`).
 
 * :func:`train_embeddings` -- one embedding per (k, tau, split), trained to a plateau (claim C7);
@@ -28,7 +28,7 @@ from ...theory.bounds import kl_softmax_bound
 from ...theory.estimators import finite_law_monte_carlo, plugin_bias_coefficients, plugin_weight_moments
 from ...theory.stats import bootstrap_mean
 from ...utils.device import one_thread, resolve_device
-from .setup import DigitsSetup
+from .config import DigitsSetup
 
 __all__ = ["train_embeddings", "evaluate_embeddings", "heldout_certificates", "member_state", "embedding_from_state",
            "learned_rate", "learned_kl", "false_negative_bias", "view"]
