@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 __all__ = ["LogSumExpState", "RunningLogSumExp", "centred_logits", "embedding_lse_plain", "lse_plain",
-           "scale_by_temperature", "similarity_lse_plain", "sum_of_weights"]
+           "scale_by_temperature", "similarity_lse_plain", "stretched", "sum_of_weights"]
 
 _NEG_INF = float("-inf")
 
@@ -66,14 +66,16 @@ def centred_logits(s_neg: torch.Tensor, s_pos: torch.Tensor, tau, dtype) -> torc
 
 # ---- log-sum-exp: one differentiable block, a differentiable running one, a plain running one --
 
-def lse_plain(y: torch.Tensor, offset: torch.Tensor | None, include_positive: bool) -> torch.Tensor:
+def lse_plain(y: torch.Tensor, offset: torch.Tensor | None, include_positive: bool,
+              stretch: torch.Tensor | None = None) -> torch.Tensor:
     """``log(c + sum_j e^{y_j - offset})`` over the last dimension with plain torch operations
     (``offset``: (B,), or None for 0; ``-inf`` entries of ``y`` are left out).
 
     The shift ``M`` (the largest ``y``, and at least ``offset`` in the standard variant) is
     detached: the value does not depend on it, so autograd differentiates it to any order. The
     standard value is ``m + log1p(expm1(-m) + sum_j e^{y_j - M})`` with ``m = M - offset >= 0``:
-    exact in relative terms when the positive is far ahead (the loss is then tiny).
+    exact in relative terms when the positive is far ahead (the loss is then tiny). ``stretch``:
+    the value at that many times the scale of ``y`` (:func:`stretched`).
     """
     M = y.detach().amax(dim=-1)
     if include_positive:
@@ -83,9 +85,54 @@ def lse_plain(y: torch.Tensor, offset: torch.Tensor | None, include_positive: bo
     acc = torch.exp(y - M.unsqueeze(-1)).sum(dim=-1)
     m = M if offset is None else M - offset
     if include_positive:
-        return m + torch.log1p(torch.expm1(-m) + acc)
-    return m + torch.log(acc)
+        out = m + torch.log1p(torch.expm1(-m) + acc)
+    else:
+        out = m + torch.log(acc)
+    if stretch is None:
+        return out
+    top = y.amax(dim=-1) if offset is None else y.amax(dim=-1) - offset  # differentiable: its gradient
+    return stretched(out, top.clamp_min(0.0) if include_positive else top, stretch)  # is the argmax's
 
+
+def finite_shift(m: torch.Tensor) -> torch.Tensor:
+    """``m`` with its infinite entries (rows without a finite logit) set to 0."""
+    return torch.where(torch.isfinite(m), m, 0.0)
+
+
+def stretched(r: torch.Tensor, m: torch.Tensor, stretch: torch.Tensor | None) -> torch.Tensor:
+    """A row's centred log-sum-exp ``r`` at ``stretch`` times the scale it was computed at
+    (:func:`._common.scale_stretch`; None or exactly 1: ``r`` itself, bit for bit).
+
+    ``m`` is the row's largest centred logit (for the standard variant's ``log(1 + sum_j e^{z_j})``,
+    at least 0). Past the cap every logit is ``e^87`` times a similarity difference (float32), so
+    the terms below the largest have underflowed to 0 and ``r = m + log(count of the largest)``;
+    at ``stretch`` times the scale that is ``r + (stretch - 1) m``: exact up to the underflowed
+    terms, inf where the true value overflows, ``log(count)`` for rows whose largest logits tie
+    with the positive. Infinite ``m`` (a row without a logit) leaves ``r`` as it is. Plain torch
+    operations: differentiable (the custom kernels form the same gradients themselves)."""
+    if stretch is None:
+        return r
+    return torch.where(stretch == 1, r, r + (stretch - 1) * finite_shift(m))
+
+
+def safe_reduce(x: torch.Tensor, reduction: str) -> torch.Tensor:
+    """``x`` reduced, a mean formed from the entries divided by their count first (no overflow of
+    the sum where the mean is representable)."""
+    if reduction == "mean":
+        return (x / x.numel()).sum()
+    return x.sum() if reduction == "sum" else x
+
+
+def combine_stretched(out: torch.Tensor, combine, base: torch.Tensor, top: torch.Tensor,
+                      stretch: torch.Tensor) -> torch.Tensor:
+    """``out`` (a linear ``combine`` -- a mean, a sum, the halves of two directions -- of decoupled
+    rows :func:`stretched` from ``base`` with largest logits ``top``) where it is not NaN; where it is
+    (rows that overflow to +inf and -inf: inf - inf), the same combination of the parts,
+    ``combine(base) + (stretch - 1) combine(top)``, which overflows only where the true value does
+    (``combine`` must not overflow where its result is representable: :func:`safe_reduce`).
+    Differentiable; ``out`` bit for bit wherever it is a number."""
+    alt = combine(base) + (stretch - 1) * combine(top)
+    return torch.where(torch.isnan(out), alt, out)
 
 
 def similarity_lse_plain(s_pos, s_neg, tau, include_positive, dtype):
@@ -94,7 +141,7 @@ def similarity_lse_plain(s_pos, s_neg, tau, include_positive, dtype):
     return lse_plain(centred_logits(s_neg, s_pos, tau, dtype), None, include_positive)
 
 
-def embedding_lse_plain(anchor, positive, negatives, tau, include_positive, dtype, exclude=None):
+def embedding_lse_plain(anchor, positive, negatives, tau, include_positive, dtype, exclude=None, stretch=None):
     """Per-row loss from embeddings with plain torch operations over the (B, k) logits (any order
     of derivatives); ``tau`` a float or a 0-d tensor; ``exclude``: (B, e) column indices into
     shared negatives left out of each row (their logit ``-inf``), or None."""
@@ -104,7 +151,7 @@ def embedding_lse_plain(anchor, positive, negatives, tau, include_positive, dtyp
     y = a_beta @ n.T if n.dim() == 2 else torch.bmm(a_beta.unsqueeze(1), n.transpose(1, 2)).squeeze(1)
     if exclude is not None:
         y = y.scatter(1, exclude, _NEG_INF)
-    return lse_plain(y, s_pos_beta, include_positive)
+    return lse_plain(y, s_pos_beta, include_positive, stretch)
 
 
 class RunningLogSumExp:

@@ -29,6 +29,8 @@ from collections.abc import Callable
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from ._logsumexp import finite_shift, stretched
+
 __all__ = ["label_mask", "single_positive_rows", "supcon_rows"]
 
 _NEG_INF = float("-inf")
@@ -78,10 +80,14 @@ def _run_tiles(fn: Callable[..., torch.Tensor], n: int, tile: int,
 def single_positive_rows(a_beta: torch.Tensor, c: torch.Tensor, pos: torch.Tensor, *, self_index: torch.Tensor | None,
                          row_labels: torch.Tensor | None, cand_labels: torch.Tensor | None,
                          extra: torch.Tensor | None, include_positive: bool, tile: int,
-                         score_dtype: torch.dtype | None = None) -> torch.Tensor:
+                         score_dtype: torch.dtype | None = None, stretch: torch.Tensor | None = None,
+                         parts: bool = False) -> torch.Tensor:
     """(n,) per-row losses (module docstring) of anchors ``a_beta`` (already divided by tau, in
     the accumulation dtype) against candidates ``c`` ((m, d)), positive ``pos`` ((n,) column
-    indices), the anchor's own column ``self_index`` ((n,) or None) left out too."""
+    indices), the anchor's own column ``self_index`` ((n,) or None) left out too; ``stretch``: the
+    part of a ``logit_scale`` past its cap (:func:`._logsumexp.stretched`), or None; ``parts`` (with
+    a stretch, decoupled): (n, 3), each row's loss, its unstretched value and its largest centred
+    logit (for :func:`._logsumexp.combine_stretched`)."""
     n, m = a_beta.shape[0], c.shape[0]
 
     def rows(lo: int, hi: int, a_: torch.Tensor, c_: torch.Tensor, e_: torch.Tensor | None) -> torch.Tensor:
@@ -104,15 +110,22 @@ def single_positive_rows(a_beta: torch.Tensor, c: torch.Tensor, pos: torch.Tenso
             keep = torch.cat([keep, torch.ones_like(ye, dtype=torch.bool)], dim=1)
         lse, _ = _safe_lse(y, keep)
         r = lse - s
+        if stretch is not None:
+            top = finite_shift(torch.where(keep, y, _NEG_INF).amax(dim=1) - s)
+            if parts:
+                return torch.stack([stretched(r, top, stretch), r, top], dim=1)
+            r = stretched(r, top, stretch)
         return torch.nn.functional.softplus(r, beta=1.0, threshold=40.0) if include_positive else r
 
     return _run_tiles(rows, n, tile, (a_beta, c, extra))
 
 
 def supcon_rows(a_beta: torch.Tensor, c: torch.Tensor, self_index: torch.Tensor, row_labels: torch.Tensor,
-                cand_labels: torch.Tensor, extra: torch.Tensor | None, tile: int) -> torch.Tensor:
+                cand_labels: torch.Tensor, extra: torch.Tensor | None, tile: int,
+                stretch: torch.Tensor | None = None) -> torch.Tensor:
     """(n,) SupCon losses ``L_out`` per anchor (module docstring); every anchor must have at
-    least one positive (the caller checks: the other view always is one)."""
+    least one positive (the caller checks: the other view always is one); ``stretch`` as in
+    :func:`single_positive_rows`."""
     n, m = a_beta.shape[0], c.shape[0]
 
     def rows(lo: int, hi: int, a_: torch.Tensor, c_: torch.Tensor, e_: torch.Tensor | None) -> torch.Tensor:
@@ -128,6 +141,9 @@ def supcon_rows(a_beta: torch.Tensor, c: torch.Tensor, self_index: torch.Tensor,
             y = torch.cat([y, ye], dim=1)
             keep = torch.cat([keep, torch.ones_like(ye, dtype=torch.bool)], dim=1)
         lse, _ = _safe_lse(y, keep)
+        if stretch is not None:
+            return stretched(lse - mean_pos, finite_shift(torch.where(keep, y, _NEG_INF).amax(dim=1) - mean_pos),
+                             stretch)
         return lse - mean_pos
 
     return _run_tiles(rows, n, tile, (a_beta, c, extra))
