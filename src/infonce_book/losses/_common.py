@@ -17,7 +17,6 @@ log-sum-exp arithmetic in :mod:`._logsumexp` and the pieces of their backward pa
 from __future__ import annotations
 
 import contextlib
-import enum
 import functools
 import itertools
 import math
@@ -29,41 +28,16 @@ import torch
 
 from ..utils.validation import check_bool, check_choice, check_tau
 from ._logsumexp import scale_by_temperature
-
-
-class Variant(str, enum.Enum):
-    """The loss variants, resolved once per call from the ``variant`` string (a ``str``, so it
-    compares equal to its name). What a kernel needs of a variant is asked of it here:
-
-    * ``include_positive``: the positive's term is in the denominator (standard:
-      ``log(1 + sum_j e^{z_j})``, a softplus of the log-sum-exp of the negatives) or not
-      (decoupled, Yeh et al. 2022: ``log sum_j e^{z_j}``);
-    * ``allows_no_negative``: a row without negatives has a loss (standard: exactly 0) rather than
-      the undefined ``log 0`` (decoupled raises).
-
-    Adding a variant: a member here with these properties, and the row formula where the kernels
-    branch on ``include_positive`` (:mod:`._logsumexp`, :mod:`._fused`, :mod:`._pairwise`,
-    :mod:`._masked`)."""
-
-    STANDARD = "standard"
-    DECOUPLED = "decoupled"
-
-    @property
-    def include_positive(self) -> bool:
-        return self is Variant.STANDARD
-
-    @property
-    def allows_no_negative(self) -> bool:
-        return self is Variant.STANDARD
-
-
-VARIANTS = tuple(v.value for v in Variant)
+from ._variant import VARIANTS, Variant
 
 
 def resolve_variant(variant: str) -> Variant:
-    """The :class:`Variant` named by ``variant`` (ValueError naming the choices otherwise)."""
+    """The :class:`._variant.Variant` named by ``variant`` (ValueError naming the choices otherwise):
+    the object that the kernels receive and ask what the variant means."""
     check_choice(variant, "variant", VARIANTS)
     return Variant(variant)
+
+
 REDUCTIONS = ("mean", "sum", "none")
 ACCUMULATE_DTYPES = (torch.float32, torch.float64)
 

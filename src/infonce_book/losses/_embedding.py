@@ -16,7 +16,7 @@ from ._norm_checks import norm_range, raise_unless_checks_pass
 __all__ = ["embedding_loss"]
 
 
-def embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, include_positive, chunk_size, dtype,
+def embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant, chunk_size, dtype,
                    reduction, unit_norm=(), check_negatives_norm=False, exclude=None, stretch=None):
     """The reduced loss from embeddings whose shapes are validated: the fused path for small
     problems (:class:`._fused.FusedInfoNCE`), the chunked custom autograd function otherwise.
@@ -31,12 +31,12 @@ def embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, include_p
     inverse_temperature(tau_value, dtype)
     if anchor.device.type == "meta":  # shapes and dtypes only: the plain form, free on meta tensors
         tau = tau_value if tau_tensor is None else tau_tensor
-        return reduce(embedding_lse_plain(anchor, positive, negatives, tau, include_positive, dtype, exclude,
+        return reduce(embedding_lse_plain(anchor, positive, negatives, tau, variant, dtype, exclude,
                                           stretch), reduction)
     B, k = anchor.shape[0], negatives.shape[-2]
     if use_fused(B, k, chunk_size):
         checks = tuple(unit_norm) + (((negatives, "negatives"),) if check_negatives_norm else ())
-        return FusedInfoNCE.apply(anchor, positive, negatives, tau_tensor, tau_value, include_positive, dtype,
+        return FusedInfoNCE.apply(anchor, positive, negatives, tau_tensor, tau_value, variant, dtype,
                                   exclude, reduction, checks, stretch)
     if unit_norm:
         with torch.no_grad():
@@ -45,8 +45,8 @@ def embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, include_p
     # The weighted sum of negatives that the anchor's (and tau's) gradient needs is accumulated in
     # the forward pass, when a backward pass through them can follow.
     want_pn = torch.is_grad_enabled() and (anchor.requires_grad or tau_tensor is not None)
-    parts = stretch is not None and not include_positive  # decoupled past the cap: no inf - inf
-    lse = InfoNCEFromEmbeddings.apply(anchor, positive, negatives, tau_tensor, tau_value, include_positive,
+    parts = stretch is not None and variant.linear_rows  # (rows past the cap that may be +inf and -inf)
+    lse = InfoNCEFromEmbeddings.apply(anchor, positive, negatives, tau_tensor, tau_value, variant,
                                       chunk_bounds(k, chunk_size), dtype, want_pn, check_negatives_norm, exclude,
                                       stretch, parts)
     if not parts:

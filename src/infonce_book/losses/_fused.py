@@ -48,7 +48,7 @@ class FusedInfoNCE(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, include_positive, dtype, exclude, reduction,
+    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, variant, dtype, exclude, reduction,
                 checks, stretch=None):
         lohi = norm_range([x for x, _ in checks]) if checks else ()
         beta = 1.0 / tau
@@ -70,12 +70,12 @@ class FusedInfoNCE(torch.autograd.Function):
             lse = top - q.amax(dim=-1, keepdim=True).log_()
             top = finite_shift(top)
             base, lse = lse, stretched(lse, top, stretch)
-        rows = _softplus(lse) if include_positive else lse
+        rows = variant.row_loss(lse)
         # (reduction "none": a copy, not a view, so that the caller may change it in place)
         out = rows.mean() if reduction == "mean" else rows.sum() if reduction == "sum" else rows.view(-1).clone()
         if reduction == "mean" and not values_checked():  # (nothing read: a mean whose sum overflows, on the device)
             out = torch.where(torch.isfinite(out), out, (rows / rows.numel()).sum())
-        if top is not None and not include_positive and reduction != "none":  # decoupled: no inf - inf
+        if top is not None and variant.linear_rows and reduction != "none":  # (rows may be +inf and -inf)
             out = combine_stretched(out, lambda x: safe_reduce(x, reduction), base, top, stretch)
         if not raise_unless_checks_pass(checks, lohi, out):  # rows beyond the range (an error), or a mean
             rows = rows.view(-1)                               # whose sum overflows
@@ -83,9 +83,9 @@ class FusedInfoNCE(torch.autograd.Function):
             out = finite_reduction(out, rows, reduction, dtype, tau, known_finite=False)
         # l only for the standard variant's s = sigmoid(l) (the decoupled output may be l itself,
         # which a caller may then change in place)
-        ctx.save_for_backward(anchor, positive, negatives, q, lse if include_positive else None, s_pos, tau_tensor,
+        ctx.save_for_backward(anchor, positive, negatives, q, lse if variant.weighted_rows else None, s_pos, tau_tensor,
                               stretch, top)
-        ctx.tau, ctx.include_positive, ctx.dtype, ctx.exclude, ctx.reduction = (tau, include_positive, dtype,
+        ctx.tau, ctx.variant, ctx.dtype, ctx.exclude, ctx.reduction = (tau, variant, dtype,
                                                                                 exclude, reduction)
         return out
 
@@ -93,11 +93,11 @@ class FusedInfoNCE(torch.autograd.Function):
     def backward(ctx, grad):
         anchor, positive, negatives, q, lse, s_pos, tau_tensor, stretch, top = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
-            tau, dtype, include_positive, exclude, reduction = (ctx.tau, ctx.dtype, ctx.include_positive,
+            tau, dtype, variant, exclude, reduction = (ctx.tau, ctx.dtype, ctx.variant,
                                                                 ctx.exclude, ctx.reduction)
 
             def recompute(a_, p_, n_, t_, st_):
-                lse = embedding_lse_plain(a_, p_, n_, tau if t_ is None else t_, include_positive, dtype, exclude,
+                lse = embedding_lse_plain(a_, p_, n_, tau if t_ is None else t_, variant, dtype, exclude,
                                           st_)
                 return reduce(lse, reduction)
             grads = differentiable_backward(recompute, (anchor, positive, negatives, tau_tensor, stretch),
@@ -125,10 +125,8 @@ def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos, stretch=
         g = g.unsqueeze(-1)
     beta = 1.0 / ctx.tau
     c = -beta / q.shape[0] if ctx.reduction == "mean" else -beta
-    if ctx.include_positive:  # -f = (c s) g, (B, 1)
-        neg_f = torch.addcmul(_zero(dtype, q.device), torch.sigmoid(lse), g, value=c)
-    else:  # every row's weights sum to 1: s = 1
-        neg_f = (g * c).expand(q.shape[0], 1)
+    # -f = (c s) g, (B, 1); s = sigmoid(l) (standard) or 1 (decoupled: every row's weights sum to 1)
+    neg_f = ctx.variant.row_factor_fused(lse, g, c, _zero(dtype, q.device), q.shape[0])
     grad_stretch = None
     if stretch is not None and ctx.needs_input_grad[-1]:
         grad_stretch = (-(neg_f * top).sum() * ctx.tau).reshape(())
@@ -172,10 +170,3 @@ def _zero(dtype, device):
 
 def _as(x, dtype):
     return x if x.dtype == dtype else x.to(dtype)
-
-
-def _softplus(x):
-    """``log(1 + e^x)``, exact in relative terms for very negative ``x``: torch's softplus is
-    ``log1p(exp(x))`` below its threshold and ``x`` above it; at 40 the neglected ``e^{-x}``
-    is below float64's rounding of ``x``."""
-    return torch.nn.functional.softplus(x, beta=1.0, threshold=40.0)

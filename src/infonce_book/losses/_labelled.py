@@ -100,9 +100,8 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
         for x, name in ((z1, "z1"), (z2, "z2"), (negatives, "negatives")):
             if x is not None:
                 check_unit_norm(x, name)
-    include_positive = variant.include_positive
     stretch = None if scale is None else scale_stretch(scale, dtype)
-    parts = stretch is not None and not include_positive  # (n, 3) rows: see _masked.single_positive_rows
+    parts = stretch is not None and variant.linear_rows  # (n, 3) rows: see _masked.single_positive_rows
     if form == "clip":
         c1, c2, offset = z1, z2, 0
         cand_labels = labels
@@ -115,12 +114,12 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
         a1 = scaled_anchors(z1, tau_value, tau_tensor, scale, dtype)
         rows = single_positive_rows(a1, c2.to(dtype), pos, self_index=None, row_labels=labels,
                                     cand_labels=cand_labels, extra=None if negatives is None else negatives.to(dtype),
-                                    include_positive=include_positive, tile=tile, score_dtype=score_dtype,
+                                    variant=variant, tile=tile, score_dtype=score_dtype,
                                     stretch=stretch, parts=parts)
         if symmetric:
             a2 = scaled_anchors(z2, tau_value, tau_tensor, scale, dtype)
             cols = single_positive_rows(a2, c1.to(dtype), pos, self_index=None, row_labels=labels,
-                                        cand_labels=cand_labels, extra=None, include_positive=include_positive,
+                                        cand_labels=cand_labels, extra=None, variant=variant,
                                         tile=pairwise_tile(B, c1.shape[0], chunk_size), score_dtype=score_dtype,
                                         stretch=stretch, parts=parts)
             _no_negative(torch.cat([rows, cols]), variant, checked)
@@ -142,7 +141,7 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
         a = scaled_anchors(views, tau_value, tau_tensor, scale, dtype)
         rows = single_positive_rows(a, cands.to(dtype), (own + B) % n + offset, self_index=own + offset,
                                     row_labels=view_labels, cand_labels=cand_labels, extra=extra,
-                                    include_positive=include_positive,
+                                    variant=variant,
                                     tile=pairwise_tile(n, cands.shape[0] + (0 if extra is None else extra.shape[-2]),
                                                        chunk_size), score_dtype=score_dtype, stretch=stretch,
                                     parts=parts)

@@ -30,6 +30,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from ._logsumexp import finite_shift, stretched
+from ._variant import Variant
 
 __all__ = ["label_mask", "single_positive_rows", "supcon_rows"]
 
@@ -79,7 +80,7 @@ def _run_tiles(fn: Callable[..., torch.Tensor], n: int, tile: int,
 
 def single_positive_rows(a_beta: torch.Tensor, c: torch.Tensor, pos: torch.Tensor, *, self_index: torch.Tensor | None,
                          row_labels: torch.Tensor | None, cand_labels: torch.Tensor | None,
-                         extra: torch.Tensor | None, include_positive: bool, tile: int,
+                         extra: torch.Tensor | None, variant: Variant, tile: int,
                          score_dtype: torch.dtype | None = None, stretch: torch.Tensor | None = None,
                          parts: bool = False) -> torch.Tensor:
     """(n,) per-row losses (module docstring) of anchors ``a_beta`` (already divided by tau, in
@@ -115,7 +116,7 @@ def single_positive_rows(a_beta: torch.Tensor, c: torch.Tensor, pos: torch.Tenso
             if parts:
                 return torch.stack([stretched(r, top, stretch), r, top], dim=1)
             r = stretched(r, top, stretch)
-        return torch.nn.functional.softplus(r, beta=1.0, threshold=40.0) if include_positive else r
+        return variant.row_loss(r)
 
     return _run_tiles(rows, n, tile, (a_beta, c, extra))
 

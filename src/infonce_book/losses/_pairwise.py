@@ -61,13 +61,13 @@ class PairwiseInfoNCE(torch.autograd.Function):
     Args of :meth:`forward`: ``A`` (n, d), ``C`` (m, d); ``tau_tensor`` (0-d, or None);
     ``tau`` (float); ``pos`` (n,) column of each row's positive; ``exclude`` (n, e) columns left
     out of each row (the positive among them); ``columns``: also the column losses (CLIP's
-    symmetric form: each pair's loss is the mean of its row's and its column's); ``include_positive``
-    (standard); ``dtype``; ``reduction``; ``checks``: ``(tensor, name)`` pairs that must have rows
+    symmetric form: each pair's loss is the mean of its row's and its column's); ``variant``
+    (:class:`._variant.Variant`); ``dtype``; ``reduction``; ``checks``: ``(tensor, name)`` pairs that must have rows
     of unit norm (read with the loss in one synchronisation); ``tile``: rows per tile.
     """
 
     @staticmethod
-    def forward(ctx, A, C, tau_tensor, tau, pos, exclude, columns, include_positive, dtype, reduction, checks,
+    def forward(ctx, A, C, tau_tensor, tau, pos, exclude, columns, variant, dtype, reduction, checks,
                 tile, score_dtype=None, stretch=None):
         lohi = norm_range([x for x, _ in checks]) if checks else ()
         a_beta = _as(A, dtype) * (1.0 / tau)
@@ -87,19 +87,19 @@ class PairwiseInfoNCE(torch.autograd.Function):
             r_cols = stretched(r_cols, top[1], stretch) if columns else None
         if columns:  # both directions in one (2, n) tensor: a pair's loss is the mean of its two
             r = torch.stack([r_rows, r_cols])
-            both = _softplus(r) if include_positive else r
+            both = variant.row_loss(r)
             per = None if reduction == "mean" else torch.add(both[0] * 0.5, both[1], alpha=0.5)
             out = both.mean() if per is None else reduce(per, reduction)
         else:
             r = r_rows
-            per = _softplus(r) if include_positive else r
+            per = variant.row_loss(r)
             out = reduce(per, reduction)
             if out is r:  # reduction "none", decoupled: a copy, which the caller may change in place
                 out = out.clone()
         if reduction == "mean" and not values_checked():  # (nothing read: a mean whose sum overflows, on the device)
             rows_of = both if columns else per
             out = torch.where(torch.isfinite(out), out, (rows_of / rows_of.numel()).sum())
-        if base is not None and not include_positive:  # decoupled rows past the cap: no inf - inf
+        if base is not None and variant.linear_rows:  # rows past the cap that may be +inf and -inf
             out = combine_stretched(out, lambda x: _combine(x, columns, reduction), base, top, stretch)
         if not raise_unless_checks_pass(checks, lohi, out):  # a row beyond the range, or a sum that overflows
             if per is None:  # (each half first: the sum of two finite losses may overflow)
@@ -107,17 +107,17 @@ class PairwiseInfoNCE(torch.autograd.Function):
             check_finite_loss(per, dtype, tau)
             out = finite_reduction(out, per, reduction, dtype, tau, known_finite=False)
         ctx.save_for_backward(A, C, tau_tensor, a_beta, r, stretch, top, *saved)
-        ctx.opts = (tau, pos, exclude, columns, include_positive, dtype, reduction, tile)
+        ctx.opts = (tau, pos, exclude, columns, variant, dtype, reduction, tile)
         ctx.score_dtype = score_dtype
         return out
 
     @staticmethod
     def backward(ctx, grad):
         A, C, tau_tensor, a_beta, r, stretch, top, *saved = ctx.saved_tensors
-        tau, pos, exclude, columns, include_positive, dtype, reduction, tile = ctx.opts
+        tau, pos, exclude, columns, variant, dtype, reduction, tile = ctx.opts
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
             def recompute(a_, c_, t_, st_):
-                return _plain_loss(a_, c_, tau if t_ is None else t_, pos, exclude, columns, include_positive,
+                return _plain_loss(a_, c_, tau if t_ is None else t_, pos, exclude, columns, variant,
                                    dtype, reduction, st_)
             needs = ctx.needs_input_grad[:3] + ctx.needs_input_grad[-1:]
             g_a, g_c, g_t, g_st = differentiable_backward(recompute, (A, C, tau_tensor, stretch), needs, grad)
@@ -160,14 +160,14 @@ def _backward(ctx, grad, A, C, a_beta, r, saved, stretch=None, top=None):
     cap, :func:`._logsumexp.stretched`) the gradients are multiplied by it, last (the weights, which
     have saturated, are those of the larger scale), and its own gradient is ``sum F M / beta``; the
     fourth output."""
-    tau, pos, exclude, columns, include_positive, dtype, reduction, tile = ctx.opts
+    tau, pos, exclude, columns, variant, dtype, reduction, tile = ctx.opts
     need_a, need_c, need_tau = ctx.needs_input_grad[:3]
     beta = 1.0 / tau
     n = A.shape[0]
     # F per row: (c s) g with c = beta (/ n for the mean; halved per direction for the symmetric form)
     c = beta / n if reduction == "mean" else beta
     cg = _as(grad, dtype) * (c * 0.5 if columns else c)
-    f = _factor(r, cg, include_positive)  # (n,), or (2, n) for rows and columns
+    f = variant.row_factor(r, cg)  # F = (c s) g: (n,), or (2, n) for rows and columns
     grad_stretch = None
     if stretch is not None and ctx.needs_input_grad[-1]:
         grad_stretch = ((f * top).sum() * tau).reshape(())
@@ -192,20 +192,13 @@ def _backward(ctx, grad, A, C, a_beta, r, saved, stretch=None, top=None):
     return (grad_a.to(A.dtype) if need_a else None), (grad_c.to(C.dtype) if need_c else None), grad_tau, grad_stretch
 
 
-def _factor(r, cg, include_positive):
-    """``F = (c s) g`` per row (``r``: (n,) or (2, n); ``cg = c g``, 0-d or (n,))."""
-    if include_positive:
-        return torch.sigmoid(r).mul_(cg)
-    return cg.expand(r.shape)
-
-
-def _plain_loss(a, c, tau, pos, exclude, columns, include_positive, dtype, reduction, stretch=None):
+def _plain_loss(a, c, tau, pos, exclude, columns, variant, dtype, reduction, stretch=None):
     """The reduced loss with plain torch operations over the materialised logits (any order of
     derivatives): rows, and columns as rows of the transposed problem."""
     p = c if pos is None else c[pos]
-    rows = embedding_lse_plain(a, p, c, tau, include_positive, dtype, exclude, stretch)
+    rows = embedding_lse_plain(a, p, c, tau, variant, dtype, exclude, stretch)
     if columns:
-        cols = embedding_lse_plain(c, a, a, tau, include_positive, dtype, exclude, stretch)
+        cols = embedding_lse_plain(c, a, a, tau, variant, dtype, exclude, stretch)
         rows = rows * 0.5 + cols * 0.5
     return reduce(rows, reduction)
 
@@ -235,8 +228,3 @@ def _product(x, y, score_dtype):
 
 def _as(x, dtype):
     return x if x.dtype == dtype else x.to(dtype)
-
-
-def _softplus(x):
-    """``log(1 + e^x)``, exact in relative terms for very negative ``x`` (as in :mod:`._fused`)."""
-    return torch.nn.functional.softplus(x, beta=1.0, threshold=40.0)

@@ -225,15 +225,14 @@ def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Ten
     if c2.shape[0] < 2:
         return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor if scale is None else scale,
                             require_unit_norm and values_checked(), "in-batch InfoNCE")
-    include_positive = variant.include_positive
     (a1, a2), tau_value, tau_tensor, stretch = _anchors((z1, z2), tau_value, tau_tensor, dtype, scale)
     exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
     unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()  # gathered: all raise alike
-    rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype,
+    rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, variant, chunk_size, dtype,
                           "none" if symmetric else reduction, unit_norm, exclude=exclude, stretch=stretch)
     if not symmetric:
         return rows
-    columns = embedding_loss(a2, z1, c1, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
+    columns = embedding_loss(a2, z1, c1, tau_value, tau_tensor, variant, chunk_size, dtype, "none",
                              exclude=exclude, stretch=stretch)
     pairs = rows * 0.5 + columns * 0.5  # (each half first: the sum of two finite rows may overflow)
     return finite_loss(pairs, reduction, dtype, tau_value)
@@ -338,7 +337,7 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None
     unit_norm = ()
     if require_unit_norm and values_checked():
         unit_norm = ((candidates, "z1 and z2 (gathered)"),)
-    return embedding_loss(anchors, pairs, candidates, tau_value, tau_tensor, variant.include_positive, chunk_size,
+    return embedding_loss(anchors, pairs, candidates, tau_value, tau_tensor, variant, chunk_size,
                           dtype, reduction, unit_norm, exclude=exclude, stretch=stretch)
 
 
@@ -363,7 +362,7 @@ def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_
     indices = _pair_indices.__wrapped__ if torch.compiler.is_compiling() else _pair_indices  # (dynamo: no cache)
     pos, exclude = indices(n, half, a.device)
     checks = ((z1, "z1"), (z2, "z2")) if checked else ()
-    return PairwiseInfoNCE.apply(a, c, tau_tensor, tau_value, pos, exclude, columns, variant.include_positive, dtype,
+    return PairwiseInfoNCE.apply(a, c, tau_tensor, tau_value, pos, exclude, columns, variant, dtype,
                                  reduction, checks, pairwise_tile(n, c.shape[0], chunk_size), score_dtype, stretch)
 
 
