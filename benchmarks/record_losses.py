@@ -154,7 +154,7 @@ def main() -> None:
         return
     compared, identical, diff = compare(torch.load(args.compare), record)
     print(f"compared {compared} cases: {identical} identical, {len(diff)} differ")
-    for name in diff[:40]:
+    for name in diff[:200]:
         print("  differs:", name)
 
 

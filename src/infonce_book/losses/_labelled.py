@@ -22,7 +22,7 @@ from ._common import (
 )
 from ._gather import all_gather_with_grad, local_offset
 from ._logsumexp import combine_stretched, safe_reduce
-from ._masked import single_positive_rows, supcon_rows
+from ._masked import single_positive_rows, supcon_rows, symmetric_label_rows
 from ._norm_checks import check_unit_norm
 from ._pairwise import pairwise_tile
 
@@ -112,6 +112,12 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
         pos = offset + torch.arange(B, device=z1.device)
         tile = pairwise_tile(B, c2.shape[0] + (0 if negatives is None else negatives.shape[-2]), chunk_size)
         a1 = scaled_anchors(z1, tau_value, tau_tensor, scale, dtype)
+        if symmetric and not gather and negatives is None and labels is not None and tile >= B:
+            # one product and one mask for both directions (the rows' tiles would be one anyway)
+            rows, cols = symmetric_label_rows(a1, z2.to(dtype), labels, variant=variant, score_dtype=score_dtype,
+                                              stretch=stretch, parts=parts)
+            _no_negative(torch.cat([rows, cols]), variant, checked)
+            return _reduce_labelled((rows * 0.5 + cols * 0.5), reduction, dtype, tau_value, parts, stretch)
         rows = single_positive_rows(a1, c2.to(dtype), pos, self_index=None, row_labels=labels,
                                     cand_labels=cand_labels, extra=None if negatives is None else negatives.to(dtype),
                                     variant=variant, tile=tile, score_dtype=score_dtype,
@@ -146,9 +152,17 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
                                                        chunk_size), score_dtype=score_dtype, stretch=stretch,
                                     parts=parts)
         _no_negative(rows, variant, checked)
+    return _reduce_labelled(rows, reduction, dtype, tau_value, parts, stretch)
+
+
+def _reduce_labelled(rows: torch.Tensor, reduction: str, dtype: torch.dtype, tau_value: float | None, parts: bool,
+                     stretch: torch.Tensor | None) -> torch.Tensor:
+    """The reduced loss of the rows (OverflowError with value checks where it is not finite); with
+    ``parts``, decoupled rows past the scale's cap as (loss, unstretched loss, largest logit) per
+    row, combined without inf - inf (:func:`._logsumexp.combine_stretched`)."""
     if not parts:
         return finite_loss(rows, reduction, dtype, 1.0 if tau_value is None else tau_value)
-    # Decoupled rows past the scale's cap: (loss, unstretched loss, largest logit) per row.
+    assert stretch is not None
     loss, base, top = (rows[:, i].contiguous() for i in range(3))  # (contiguous: summed as without parts)
     out = finite_loss(loss, reduction, dtype, 1.0 if tau_value is None else tau_value)
     return combine_stretched(out, lambda x: safe_reduce(x, reduction), base, top, stretch)

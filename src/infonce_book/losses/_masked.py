@@ -121,6 +121,41 @@ def single_positive_rows(a_beta: torch.Tensor, c: torch.Tensor, pos: torch.Tenso
     return _run_tiles(rows, n, tile, (a_beta, c, extra))
 
 
+def symmetric_label_rows(a_beta: torch.Tensor, c: torch.Tensor, labels: torch.Tensor, *, variant: Variant,
+                         score_dtype: torch.dtype | None = None, stretch: torch.Tensor | None = None,
+                         parts: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(rows, columns)``: CLIP's labelled loss in both directions from one (n, n) product, for
+    anchors ``a_beta`` (already divided by tau) against their own pairs ``c`` (no gathered
+    candidates, no extra negatives; the positives on the diagonal).
+
+    Candidate ``j`` is a negative of row ``i`` (and ``i`` of column ``j``) when their labels
+    differ: the same-label relation is symmetric, so one masked matrix serves both directions,
+    and the positive (its own label) is left out with the false negatives. A row is left with no
+    negative only when every label is equal, and then every row and column is (their standard
+    loss 0, with zero gradient; decoupled ``-inf``). ``stretch`` and ``parts`` as in
+    :func:`single_positive_rows` (``parts``: (n, 3) each)."""
+    if score_dtype is None:
+        y = torch.mm(a_beta, c.T)
+    else:  # opt-in low-precision scoring: the product in score_dtype, the rest in a_beta's dtype
+        y = torch.mm(a_beta.to(score_dtype), c.T.to(score_dtype)).to(a_beta.dtype)
+    s = y.diagonal()
+    keep = labels[:, None] != labels[None, :]
+    masked = y.masked_fill(~keep, _NEG_INF)
+    has = keep.any()  # (all rows have a negative, or none has)
+    safe = torch.where(has, masked, torch.zeros((), dtype=y.dtype, device=y.device))
+    out = []
+    for dim in (1, 0):
+        r = torch.where(has, torch.logsumexp(safe, dim=dim), _NEG_INF) - s
+        if stretch is not None:
+            top = finite_shift(masked.amax(dim=dim) - s)
+            if parts:
+                out.append(torch.stack([stretched(r, top, stretch), r, top], dim=1))
+                continue
+            r = stretched(r, top, stretch)
+        out.append(variant.row_loss(r))
+    return out[0], out[1]
+
+
 def supcon_rows(a_beta: torch.Tensor, c: torch.Tensor, self_index: torch.Tensor, row_labels: torch.Tensor,
                 cand_labels: torch.Tensor, extra: torch.Tensor | None, tile: int,
                 stretch: torch.Tensor | None = None) -> torch.Tensor:
