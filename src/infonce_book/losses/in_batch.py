@@ -42,7 +42,6 @@ from ._common import (
     fold_scale,
     fold_temperature,
     inverse_temperature,
-    resolve_variant,
     scale_factor,
     scale_stretch,
     temperature_of,
@@ -71,12 +70,15 @@ def _validate_pairs(z1: torch.Tensor, z2: torch.Tensor, require_unit_norm: bool)
         raise ValueError("empty batch: z1 has B = 0 rows; in-batch InfoNCE needs at least two pairs")
 
 
-def _check_options(variant: Any, reduction: Any, chunk_size: Any, require_unit_norm: Any, gather: Any) -> int | None:
-    check_options(variant, reduction)
-    variant = resolve_variant(variant)
+def _check_options(variant: Any, reduction: Any, chunk_size: Any, require_unit_norm: Any, gather: Any,
+                   ) -> tuple[int | None, Variant]:
+    """``(chunk_size, variant)`` checked, in the order of the messages: variant, reduction,
+    ``require_unit_norm``, ``gather``, chunk size."""
+    check_options(variant, reduction)  # (variant first: its message names the choices)
+    variant = Variant(variant)
     check_bool(require_unit_norm, "require_unit_norm")
     check_bool(gather, "gather")
-    return check_chunk_size(chunk_size)
+    return check_chunk_size(chunk_size), variant
 
 
 def _candidates(xs: tuple[torch.Tensor, ...], group: Any) -> tuple[list[torch.Tensor], int]:
@@ -205,8 +207,7 @@ def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Ten
         >>> round(float(info_nce_in_batch(z, z, 0.1, variant="decoupled")), 6)  # log(B - 1)
         1.098612
     """
-    chunk_size = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
-    variant = resolve_variant(variant)
+    chunk_size, variant = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
     check_bool(symmetric, "symmetric")
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
@@ -308,8 +309,7 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None
         >>> round(float(nt_xent(z, z, 0.5)), 6)  # log(2B - 1), B = 3
         1.609438
     """
-    chunk_size = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
-    variant = resolve_variant(variant)
+    chunk_size, variant = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
     tau_value, tau_tensor, scale = temperature_of(tau, logit_scale)
