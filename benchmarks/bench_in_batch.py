@@ -137,10 +137,11 @@ def _plain_loss_fn(form, method, B, device):
         return lambda z1, z2: info_nce_in_batch(z1, z2, tau, symmetric=base != "rows", score_dtype=sd)
     if method == "kernel only":
         from infonce_book.losses._pairwise import PairwiseInfoNCE
+        from infonce_book.losses._variant import Variant
 
         exclude = labels.unsqueeze(-1)
-        return lambda z1, z2: PairwiseInfoNCE.apply(z1, z2, None, tau, None, exclude, True, True, torch.float32,
-                                                    "mean", (), B, None)
+        return lambda z1, z2: PairwiseInfoNCE.apply(z1, z2, None, tau, None, exclude, True, Variant.STANDARD,
+                                                    torch.float32, "mean", (), B, None)
     if method == "composition":
         if base in ("clip", "clip-overhead"):
             def clip(z1, z2):

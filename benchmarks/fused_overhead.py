@@ -66,6 +66,7 @@ def measure(B, d, k, tau, repeats, seed=0):
 
     from infonce_book.losses import info_nce
     from infonce_book.losses._fused import FusedInfoNCE
+    from infonce_book.losses._variant import Variant
 
     cfg = {"B": B, "d": d, "k": k, "tau": tau, "layout": "shared", "chunk_size": None, "method": "materialised"}
     device = torch.device("cpu")
@@ -78,9 +79,10 @@ def measure(B, d, k, tau, repeats, seed=0):
     losses = {  # "fused, no norm check" is "fused" with the checks left out
         "info_nce": lambda: info_nce(a, p, n, tau),
         "info_nce, require_unit_norm=False": lambda: info_nce(a, p, n, tau, require_unit_norm=False),
-        "fused": lambda: FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None, "mean", checks),
-        "fused, no norm check": lambda: FusedInfoNCE.apply(a, p, n, None, tau, True, torch.float32, None,
-                                                           "mean", ()),
+        "fused": lambda: FusedInfoNCE.apply(a, p, n, None, tau, Variant.STANDARD, torch.float32, None, "mean",
+                                            checks),
+        "fused, no norm check": lambda: FusedInfoNCE.apply(a, p, n, None, tau, Variant.STANDARD, torch.float32,
+                                                           None, "mean", ()),
     }
 
     def fb(loss):

@@ -14,7 +14,7 @@ import torch
 from ..utils.validation import norm_deviation
 from ._backward import differentiable_backward, grad_like, row_factor
 from ._common import autocast_off
-from ._logsumexp import LogSumExpState, embedding_lse_plain, sum_of_weights
+from ._logsumexp import LogSumExpState, embedding_lse_plain, finite_shift, stretched
 from ._norm_checks import raise_unless_unit_norm
 
 __all__ = ["InfoNCEFromEmbeddings"]
@@ -70,12 +70,12 @@ class InfoNCEFromEmbeddings(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, include_positive, bounds, dtype, want_pn,
-                check_norm, exclude):
+    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, variant, bounds, dtype, want_pn,
+                check_norm, exclude, stretch=None, parts=False):
         shared = negatives.dim() == 2
         a_beta = anchor.to(dtype) * (1.0 / tau)
         s_pos_beta = (a_beta * positive.to(dtype)).sum(dim=-1)
-        state = LogSumExpState(include_positive, offset=s_pos_beta)
+        state = LogSumExpState(variant, offset=s_pos_beta)
         buffer = _buffer(a_beta, bounds)
         pn = None
         worst = None  # max |norm - 1| over the negatives seen so far
@@ -99,24 +99,44 @@ class InfoNCEFromEmbeddings(torch.autograd.Function):
         m, r = state.finish()
         if want_pn:
             pn.mul_(torch.exp(-r).unsqueeze(-1))  # now sum_j p_ij n_j
-        ctx.save_for_backward(anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn, tau_tensor)
-        ctx.tau, ctx.include_positive, ctx.bounds, ctx.dtype = tau, include_positive, bounds, dtype
+        ctx.save_for_backward(anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn, tau_tensor, stretch)
+        ctx.tau, ctx.variant, ctx.bounds, ctx.dtype = tau, variant, bounds, dtype
         ctx.exclude = exclude
-        return m + r
+        # (a logit_scale past its cap: the rest applied to each row, _logsumexp.stretched; m is the
+        # row's largest centred logit, at least 0 in the standard variant; ``parts``: (B, 3), the
+        # loss, the unstretched loss and m, for _logsumexp.combine_stretched)
+        if stretch is None:
+            return m + r
+        lse = stretched(m + r, m, stretch)
+        return torch.stack([lse, m + r, finite_shift(m)], dim=1) if parts else lse
 
     @staticmethod
     def backward(ctx, grad):
-        anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn, tau_tensor = ctx.saved_tensors
+        anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn, tau_tensor, stretch = ctx.saved_tensors
         tail = (None,) * 7
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
-            tau, include_positive, dtype, exclude = ctx.tau, ctx.include_positive, ctx.dtype, ctx.exclude
+            tau, variant, dtype, exclude = ctx.tau, ctx.variant, ctx.dtype, ctx.exclude
 
-            def recompute(a_, p_, n_, t_):
-                return embedding_lse_plain(a_, p_, n_, tau if t_ is None else t_, include_positive, dtype, exclude)
-            return differentiable_backward(recompute, (anchor, positive, negatives, tau_tensor),
-                                           ctx.needs_input_grad[:4], grad) + tail
+            def recompute(a_, p_, n_, t_, st_):
+                return embedding_lse_plain(a_, p_, n_, tau if t_ is None else t_, variant, dtype, exclude,
+                                           st_)
+            if grad.dim() == 2:  # parts (as below)
+                grad = grad[:, 0] + (grad[:, 1] + grad[:, 2]) / stretch
+            grads = differentiable_backward(recompute, (anchor, positive, negatives, tau_tensor, stretch),
+                                            ctx.needs_input_grad[:4] + ctx.needs_input_grad[-2:-1], grad)
+            return grads[:4] + tail + grads[4:] + (None,)
+        grad_stretch = None
+        if stretch is not None:
+            if grad.dim() == 2:  # parts: the unstretched loss and m move as the loss does (d m = d lse
+                # where the weights have saturated, the only place their sums are used), at 1/stretch
+                grad = grad[:, 0] + (grad[:, 1] + grad[:, 2]) / stretch
+            if ctx.needs_input_grad[-2]:  # d lse'/d stretch = m (finite_shift: 0 for a row without a logit)
+                grad_stretch = (grad.to(m.dtype) * finite_shift(m)).sum().reshape(())
         with autocast_off(grad.device.type):
-            return _embedding_backward(ctx, grad, anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn) + tail
+            grads = _embedding_backward(ctx, grad, anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn)
+        if stretch is not None:  # (last, so that no product meets an overflowed factor)
+            grads = tuple(None if x is None else x * stretch for x in grads[:3]) + grads[3:]
+        return grads + tail + (grad_stretch, None)
 
 
 def _embedding_backward(ctx, grad, anchor, positive, negatives, a_beta, s_pos_beta, m, r, pn):
@@ -127,7 +147,7 @@ def _embedding_backward(ctx, grad, anchor, positive, negatives, a_beta, s_pos_be
     a = anchor.to(dtype)
     g = grad.to(dtype)
     f, late = row_factor(g, beta)  # f = g beta unless that overflows (then beta comes last)
-    sum_w = sum_of_weights(m + r, ctx.include_positive)
+    sum_w = ctx.variant.sum_of_weights(m + r)
     grad_a = grad_p = grad_n = grad_tau = None
     if need_n:
         # p_ij = e^{-r_i} w_ij with w_ij = e^{z_ij - m_i}: the row factor goes into ga.

@@ -17,7 +17,6 @@ log-sum-exp arithmetic in :mod:`._logsumexp` and the pieces of their backward pa
 from __future__ import annotations
 
 import contextlib
-import enum
 import functools
 import itertools
 import math
@@ -29,41 +28,16 @@ import torch
 
 from ..utils.validation import check_bool, check_choice, check_tau
 from ._logsumexp import scale_by_temperature
-
-
-class Variant(str, enum.Enum):
-    """The loss variants, resolved once per call from the ``variant`` string (a ``str``, so it
-    compares equal to its name). What a kernel needs of a variant is asked of it here:
-
-    * ``include_positive``: the positive's term is in the denominator (standard:
-      ``log(1 + sum_j e^{z_j})``, a softplus of the log-sum-exp of the negatives) or not
-      (decoupled, Yeh et al. 2022: ``log sum_j e^{z_j}``);
-    * ``allows_no_negative``: a row without negatives has a loss (standard: exactly 0) rather than
-      the undefined ``log 0`` (decoupled raises).
-
-    Adding a variant: a member here with these properties, and the row formula where the kernels
-    branch on ``include_positive`` (:mod:`._logsumexp`, :mod:`._fused`, :mod:`._pairwise`,
-    :mod:`._masked`)."""
-
-    STANDARD = "standard"
-    DECOUPLED = "decoupled"
-
-    @property
-    def include_positive(self) -> bool:
-        return self is Variant.STANDARD
-
-    @property
-    def allows_no_negative(self) -> bool:
-        return self is Variant.STANDARD
-
-
-VARIANTS = tuple(v.value for v in Variant)
+from ._variant import VARIANTS, Variant
 
 
 def resolve_variant(variant: str) -> Variant:
-    """The :class:`Variant` named by ``variant`` (ValueError naming the choices otherwise)."""
+    """The :class:`._variant.Variant` named by ``variant`` (ValueError naming the choices otherwise):
+    the object that the kernels receive and ask what the variant means."""
     check_choice(variant, "variant", VARIANTS)
     return Variant(variant)
+
+
 REDUCTIONS = ("mean", "sum", "none")
 ACCUMULATE_DTYPES = (torch.float32, torch.float64)
 
@@ -201,11 +175,21 @@ def temperature_of(tau: float | torch.Tensor | None, logit_scale: torch.Tensor |
     return None, None, logit_scale.reshape(())
 
 
+#: The largest ``logit_scale`` folded into the anchors as it is, per accumulation dtype: ``exp`` of
+#: it, and twice that (the difference of two logits of unit vectors), are finite. A larger scale
+#: is folded as ``exp(cap)`` and the rest, ``stretch = exp(scale - cap)``, is applied to each row's
+#: log-sum-exp by the kernels (:func:`._logsumexp.stretched`), so that no logit overflows before
+#: the logits are centred (where ``exp(scale)`` itself overflows: inf times 0, inf minus inf).
+SCALE_CAPS = {torch.float32: 87.0, torch.float64: 708.0}
+
+
 def scale_factor(scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """``exp(scale)`` (``1/tau``) as a 0-d tensor of ``dtype``; with value checks, OverflowError
-    where it exceeds the largest number of ``dtype`` (its value was read by :func:`temperature_of`,
-    the factor itself is not read again: an exp of a finite float is computed on the host)."""
-    factor = torch.exp(scale.to(dtype))
+    """``exp(min(scale, cap))`` (``1/tau`` up to the cap of :data:`SCALE_CAPS`) as a 0-d tensor of
+    ``dtype`` (:func:`scale_stretch` is the rest); with value checks, OverflowError where
+    ``exp(scale)`` exceeds the largest number of ``dtype`` (its value was read by
+    :func:`temperature_of`, the factor itself is not read again: an exp of a finite float is
+    computed on the host). Below the cap it is ``exp(scale)``, bit for bit, with its gradient."""
+    factor = torch.exp(scale.to(dtype).clamp(max=SCALE_CAPS.get(dtype, 87.0)))
     if values_checked():
         value = float(scale.detach())
         big = torch.finfo(dtype).max
@@ -214,6 +198,21 @@ def scale_factor(scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
             raise OverflowError(f"logit_scale={value!r} is too large for {dtype}: 1/tau = exp(logit_scale) exceeds "
                                 f"its largest number {big:.3g}; clamp the scale (CLIP: at log 100){hint}")
     return factor
+
+
+def scale_stretch(scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``exp(max(scale - cap, 0))`` as a 0-d tensor of ``dtype``: the part of ``1/tau =
+    exp(scale)`` above :func:`scale_factor`'s cap (exactly 1, with a zero gradient, below it),
+    which the kernels apply to each row's centred log-sum-exp (:func:`._logsumexp.stretched`).
+    Nothing is read on the host: the choice is made on the device.
+
+    Its value is kept finite (at most ``exp(cap + 1)``, reached from a scale of ``2 cap + 1``, where
+    every logit past the cap has long overflowed and a stretch of inf would meet a 0), its gradient
+    is not cut there: the scale's gradient overflows where the true one does."""
+    cap = SCALE_CAPS.get(dtype, 87.0)
+    over = torch.relu(scale.to(dtype) - cap)
+    over = over - (over - over.clamp(max=cap + 1.0)).detach()  # the value clamped, the gradient 1
+    return torch.exp(over)
 
 
 def fold_scale(x: torch.Tensor, factor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -376,8 +375,13 @@ def finite_reduction(out: torch.Tensor, lse: torch.Tensor, reduction: str, dtype
                      known_finite: bool | None = None) -> torch.Tensor:
     """``out`` (the mean or sum of finite rows ``lse``) if it is finite (``known_finite``: that
     is already known, or None to check); otherwise the mean formed without overflow, or an
-    OverflowError for a sum; ``out`` unread without value checks)."""
-    if not values_checked() or (known_finite if known_finite is not None else bool(torch.isfinite(out.detach()))):
+    OverflowError for a sum; ``out`` unread without value checks: then a mean that is not finite is
+    replaced, on the device, by the mean formed from the rows divided by B first)."""
+    if not values_checked():
+        if reduction == "mean" and out.dim() == 0:
+            return torch.where(torch.isfinite(out), out, (lse / lse.shape[0]).sum())
+        return out
+    if known_finite if known_finite is not None else bool(torch.isfinite(out.detach())):
         return out
     if reduction == "mean":
         out = (lse / lse.shape[0]).sum()

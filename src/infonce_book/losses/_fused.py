@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 
 from ._backward import differentiable_backward, grad_like
-from ._common import autocast_enabled, check_finite_loss, finite_reduction, reduce
-from ._logsumexp import embedding_lse_plain
+from ._common import autocast_enabled, check_finite_loss, finite_reduction, reduce, values_checked
+from ._logsumexp import combine_stretched, embedding_lse_plain, finite_shift, safe_reduce, stretched
 from ._norm_checks import norm_range, raise_unless_checks_pass
 
 __all__ = ["FusedInfoNCE"]
@@ -48,8 +48,8 @@ class FusedInfoNCE(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, include_positive, dtype, exclude, reduction,
-                checks):
+    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, variant, dtype, exclude, reduction,
+                checks, stretch=None):
         lohi = norm_range([x for x, _ in checks]) if checks else ()
         beta = 1.0 / tau
         a, n = _as(anchor, dtype), _as(negatives, dtype)
@@ -62,46 +62,62 @@ class FusedInfoNCE(torch.autograd.Function):
         if exclude is not None:
             z.scatter_(1, exclude, _NEG_INF)
         q = torch.softmax(z, dim=-1)
-        lse = z.amax(dim=-1, keepdim=True).sub_(q.amax(dim=-1, keepdim=True).log_())  # log sum_j e^{z_ij}
-        rows = _softplus(lse) if include_positive else lse
+        top = None
+        if stretch is None:
+            lse = z.amax(dim=-1, keepdim=True).sub_(q.amax(dim=-1, keepdim=True).log_())  # log sum_j e^{z_ij}
+        else:  # a logit_scale past its cap: the rest applied to each row (_logsumexp.stretched)
+            top = z.amax(dim=-1, keepdim=True)
+            lse = top - q.amax(dim=-1, keepdim=True).log_()
+            top = finite_shift(top)
+            base, lse = lse, stretched(lse, top, stretch)
+        rows = variant.row_loss(lse)
         # (reduction "none": a copy, not a view, so that the caller may change it in place)
         out = rows.mean() if reduction == "mean" else rows.sum() if reduction == "sum" else rows.view(-1).clone()
+        if reduction == "mean" and not values_checked():  # (nothing read: a mean whose sum overflows, on the device)
+            out = torch.where(torch.isfinite(out), out, (rows / rows.numel()).sum())
+        if top is not None and variant.linear_rows and reduction != "none":  # (rows may be +inf and -inf)
+            out = combine_stretched(out, lambda x: safe_reduce(x, reduction), base, top, stretch)
         if not raise_unless_checks_pass(checks, lohi, out):  # rows beyond the range (an error), or a mean
             rows = rows.view(-1)                               # whose sum overflows
             check_finite_loss(rows, dtype, tau)
             out = finite_reduction(out, rows, reduction, dtype, tau, known_finite=False)
         # l only for the standard variant's s = sigmoid(l) (the decoupled output may be l itself,
         # which a caller may then change in place)
-        ctx.save_for_backward(anchor, positive, negatives, q, lse if include_positive else None, s_pos, tau_tensor)
-        ctx.tau, ctx.include_positive, ctx.dtype, ctx.exclude, ctx.reduction = (tau, include_positive, dtype,
+        ctx.save_for_backward(anchor, positive, negatives, q, lse if variant.weighted_rows else None, s_pos, tau_tensor,
+                              stretch, top)
+        ctx.tau, ctx.variant, ctx.dtype, ctx.exclude, ctx.reduction = (tau, variant, dtype,
                                                                                 exclude, reduction)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        anchor, positive, negatives, q, lse, s_pos, tau_tensor = ctx.saved_tensors
+        anchor, positive, negatives, q, lse, s_pos, tau_tensor, stretch, top = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
-            tau, dtype, include_positive, exclude, reduction = (ctx.tau, ctx.dtype, ctx.include_positive,
+            tau, dtype, variant, exclude, reduction = (ctx.tau, ctx.dtype, ctx.variant,
                                                                 ctx.exclude, ctx.reduction)
 
-            def recompute(a_, p_, n_, t_):
-                lse = embedding_lse_plain(a_, p_, n_, tau if t_ is None else t_, include_positive, dtype, exclude)
+            def recompute(a_, p_, n_, t_, st_):
+                lse = embedding_lse_plain(a_, p_, n_, tau if t_ is None else t_, variant, dtype, exclude,
+                                          st_)
                 return reduce(lse, reduction)
-            return differentiable_backward(recompute, (anchor, positive, negatives, tau_tensor),
-                                           ctx.needs_input_grad[:4], grad) + _TAIL6
+            grads = differentiable_backward(recompute, (anchor, positive, negatives, tau_tensor, stretch),
+                                            ctx.needs_input_grad[:4] + ctx.needs_input_grad[-1:], grad)
+            return grads[:4] + _TAIL6 + grads[4:]
         device_type = grad.device.type
         if autocast_enabled(device_type):
             with torch.autocast(device_type, enabled=False):
-                return _fused_backward(ctx, grad, anchor, positive, negatives, q, lse, s_pos)
-        return _fused_backward(ctx, grad, anchor, positive, negatives, q, lse, s_pos)
+                return _fused_backward(ctx, grad, anchor, positive, negatives, q, lse, s_pos, stretch, top)
+        return _fused_backward(ctx, grad, anchor, positive, negatives, q, lse, s_pos, stretch, top)
 
 
 _TAIL6 = (None,) * 6
 
 
-def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos):
+def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos, stretch=None, top=None):
     """The first derivatives of :class:`FusedInfoNCE` (its docstring has the formulas), as the
-    ten outputs of its backward pass."""
+    eleven outputs of its backward pass. With a ``stretch`` (:func:`._logsumexp.stretched`) the
+    gradients are multiplied by it, last (the saturated weights are those of the larger scale), and
+    its own gradient is ``sum_i f_i top_i / beta``."""
     need_a, need_p, need_n, need_tau = ctx.needs_input_grad[:4]
     dtype = ctx.dtype
     g = _as(g, dtype)
@@ -109,10 +125,11 @@ def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos):
         g = g.unsqueeze(-1)
     beta = 1.0 / ctx.tau
     c = -beta / q.shape[0] if ctx.reduction == "mean" else -beta
-    if ctx.include_positive:  # -f = (c s) g, (B, 1)
-        neg_f = torch.addcmul(_zero(dtype, q.device), torch.sigmoid(lse), g, value=c)
-    else:  # every row's weights sum to 1: s = 1
-        neg_f = (g * c).expand(q.shape[0], 1)
+    # -f = (c s) g, (B, 1); s = sigmoid(l) (standard) or 1 (decoupled: every row's weights sum to 1)
+    neg_f = ctx.variant.row_factor_fused(lse, g, c, _zero(dtype, q.device), q.shape[0])
+    grad_stretch = None
+    if stretch is not None and ctx.needs_input_grad[-1]:
+        grad_stretch = (-(neg_f * top).sum() * ctx.tau).reshape(())
     shared = negatives.dim() == 2
     a, n = _as(anchor, dtype), _as(negatives, dtype)
     grad_a = grad_p = grad_n = grad_tau = None
@@ -133,8 +150,10 @@ def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos):
             grad_p = fa
         if need_n:
             grad_n = (torch.mm(q.T, fa) if shared else q.unsqueeze(-1) * fa.unsqueeze(1)).neg_()
+    if stretch is not None:  # (last, so that no product meets an overflowed factor)
+        grad_a, grad_p, grad_n = (None if x is None else x * stretch for x in (grad_a, grad_p, grad_n))
     return (grad_like(grad_a, anchor), grad_like(grad_p, positive), grad_like(grad_n, negatives), grad_tau,
-            None, None, None, None, None, None)
+            None, None, None, None, None, None, grad_stretch)
 
 
 _ZEROS = {}
@@ -151,10 +170,3 @@ def _zero(dtype, device):
 
 def _as(x, dtype):
     return x if x.dtype == dtype else x.to(dtype)
-
-
-def _softplus(x):
-    """``log(1 + e^x)``, exact in relative terms for very negative ``x``: torch's softplus is
-    ``log1p(exp(x))`` below its threshold and ``x`` above it; at 40 the neglected ``e^{-x}``
-    is below float64's rounding of ``x``."""
-    return torch.nn.functional.softplus(x, beta=1.0, threshold=40.0)

@@ -17,10 +17,12 @@ from ._common import (
     fold_temperature,
     inverse_temperature,
     scale_factor,
+    scale_stretch,
     values_checked,
 )
 from ._gather import all_gather_with_grad, local_offset
-from ._masked import single_positive_rows, supcon_rows
+from ._logsumexp import combine_stretched, safe_reduce
+from ._masked import single_positive_rows, supcon_rows, symmetric_label_rows
 from ._norm_checks import check_unit_norm
 from ._pairwise import pairwise_tile
 
@@ -98,7 +100,8 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
         for x, name in ((z1, "z1"), (z2, "z2"), (negatives, "negatives")):
             if x is not None:
                 check_unit_norm(x, name)
-    include_positive = variant.include_positive
+    stretch = None if scale is None else scale_stretch(scale, dtype)
+    parts = stretch is not None and variant.linear_rows  # (n, 3) rows: see _masked.single_positive_rows
     if form == "clip":
         c1, c2, offset = z1, z2, 0
         cand_labels = labels
@@ -109,14 +112,22 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
         pos = offset + torch.arange(B, device=z1.device)
         tile = pairwise_tile(B, c2.shape[0] + (0 if negatives is None else negatives.shape[-2]), chunk_size)
         a1 = scaled_anchors(z1, tau_value, tau_tensor, scale, dtype)
+        if symmetric and not gather and negatives is None and labels is not None and tile >= B:
+            # one product and one mask for both directions (the rows' tiles would be one anyway)
+            rows, cols = symmetric_label_rows(a1, z2.to(dtype), labels, variant=variant, score_dtype=score_dtype,
+                                              stretch=stretch, parts=parts)
+            _no_negative(torch.cat([rows, cols]), variant, checked)
+            return _reduce_labelled((rows * 0.5 + cols * 0.5), reduction, dtype, tau_value, parts, stretch)
         rows = single_positive_rows(a1, c2.to(dtype), pos, self_index=None, row_labels=labels,
                                     cand_labels=cand_labels, extra=None if negatives is None else negatives.to(dtype),
-                                    include_positive=include_positive, tile=tile, score_dtype=score_dtype)
+                                    variant=variant, tile=tile, score_dtype=score_dtype,
+                                    stretch=stretch, parts=parts)
         if symmetric:
             a2 = scaled_anchors(z2, tau_value, tau_tensor, scale, dtype)
             cols = single_positive_rows(a2, c1.to(dtype), pos, self_index=None, row_labels=labels,
-                                        cand_labels=cand_labels, extra=None, include_positive=include_positive,
-                                        tile=pairwise_tile(B, c1.shape[0], chunk_size), score_dtype=score_dtype)
+                                        cand_labels=cand_labels, extra=None, variant=variant,
+                                        tile=pairwise_tile(B, c1.shape[0], chunk_size), score_dtype=score_dtype,
+                                        stretch=stretch, parts=parts)
             _no_negative(torch.cat([rows, cols]), variant, checked)
             rows = rows * 0.5 + cols * 0.5  # (each half first: the sum of two finite rows may overflow)
         else:
@@ -136,16 +147,32 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
         a = scaled_anchors(views, tau_value, tau_tensor, scale, dtype)
         rows = single_positive_rows(a, cands.to(dtype), (own + B) % n + offset, self_index=own + offset,
                                     row_labels=view_labels, cand_labels=cand_labels, extra=extra,
-                                    include_positive=include_positive,
+                                    variant=variant,
                                     tile=pairwise_tile(n, cands.shape[0] + (0 if extra is None else extra.shape[-2]),
-                                                       chunk_size), score_dtype=score_dtype)
+                                                       chunk_size), score_dtype=score_dtype, stretch=stretch,
+                                    parts=parts)
         _no_negative(rows, variant, checked)
-    return finite_loss(rows, reduction, dtype, 1.0 if tau_value is None else tau_value)
+    return _reduce_labelled(rows, reduction, dtype, tau_value, parts, stretch)
+
+
+def _reduce_labelled(rows: torch.Tensor, reduction: str, dtype: torch.dtype, tau_value: float | None, parts: bool,
+                     stretch: torch.Tensor | None) -> torch.Tensor:
+    """The reduced loss of the rows (OverflowError with value checks where it is not finite); with
+    ``parts``, decoupled rows past the scale's cap as (loss, unstretched loss, largest logit) per
+    row, combined without inf - inf (:func:`._logsumexp.combine_stretched`)."""
+    if not parts:
+        return finite_loss(rows, reduction, dtype, 1.0 if tau_value is None else tau_value)
+    assert stretch is not None
+    loss, base, top = (rows[:, i].contiguous() for i in range(3))  # (contiguous: summed as without parts)
+    out = finite_loss(loss, reduction, dtype, 1.0 if tau_value is None else tau_value)
+    return combine_stretched(out, lambda x: safe_reduce(x, reduction), base, top, stretch)
 
 
 def _no_negative(rows: torch.Tensor, variant: str, checked: bool) -> None:
     """ValueError where a decoupled row has no negative left (its loss ``log 0``): every candidate
     shares its label, or the batch has one pair."""
+    if rows.dim() == 2:  # (n, 3) parts: the loss is the first column
+        rows = rows[:, 0].contiguous()
     if not variant.allows_no_negative and checked and bool(torch.isneginf(rows.detach()).any()):
         raise ValueError("variant='decoupled' needs at least one negative per anchor, but every candidate of some "
                          "anchor shares its label (or the batch has one pair): its loss log 0 is undefined; use "
@@ -176,5 +203,6 @@ def supcon_views(z1: torch.Tensor, z2: torch.Tensor, labels: torch.Tensor, negat
     a = scaled_anchors(views, tau_value, tau_tensor, scale, dtype)
     own = torch.arange(n, device=z1.device)
     rows = supcon_rows(a, cands.to(dtype), own + offset, view_labels, cand_labels, extra,
-                       pairwise_tile(n, cands.shape[0] + (0 if extra is None else extra.shape[-2]), chunk_size))
+                       pairwise_tile(n, cands.shape[0] + (0 if extra is None else extra.shape[-2]), chunk_size),
+                       None if scale is None else scale_stretch(scale, dtype))
     return finite_loss(rows, reduction, dtype, 1.0 if tau_value is None else tau_value)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import torch
 
+from ._variant import Variant
+
 __all__ = ["LogSumExpState", "RunningLogSumExp", "centred_logits", "embedding_lse_plain", "lse_plain",
-           "scale_by_temperature", "similarity_lse_plain", "sum_of_weights"]
+           "scale_by_temperature", "similarity_lse_plain", "stretched"]
 
 _NEG_INF = float("-inf")
 
@@ -66,35 +68,77 @@ def centred_logits(s_neg: torch.Tensor, s_pos: torch.Tensor, tau, dtype) -> torc
 
 # ---- log-sum-exp: one differentiable block, a differentiable running one, a plain running one --
 
-def lse_plain(y: torch.Tensor, offset: torch.Tensor | None, include_positive: bool) -> torch.Tensor:
+def lse_plain(y: torch.Tensor, offset: torch.Tensor | None, variant: Variant,
+              stretch: torch.Tensor | None = None) -> torch.Tensor:
     """``log(c + sum_j e^{y_j - offset})`` over the last dimension with plain torch operations
     (``offset``: (B,), or None for 0; ``-inf`` entries of ``y`` are left out).
 
     The shift ``M`` (the largest ``y``, and at least ``offset`` in the standard variant) is
     detached: the value does not depend on it, so autograd differentiates it to any order. The
     standard value is ``m + log1p(expm1(-m) + sum_j e^{y_j - M})`` with ``m = M - offset >= 0``:
-    exact in relative terms when the positive is far ahead (the loss is then tiny).
+    exact in relative terms when the positive is far ahead (the loss is then tiny). ``stretch``:
+    the value at that many times the scale of ``y`` (:func:`stretched`).
     """
     M = y.detach().amax(dim=-1)
-    if include_positive:
-        M = M.clamp_min(0.0) if offset is None else torch.maximum(M, offset.detach())
-    else:
-        M = torch.where(M == _NEG_INF, 0.0, M)  # a row with no finite logit: its sum is 0
+    # (a row with no finite logit in the decoupled variant: shift 0, its sum is 0)
+    M = variant.shift_of(variant.floor_shift(M, None if offset is None else offset.detach()))
     acc = torch.exp(y - M.unsqueeze(-1)).sum(dim=-1)
     m = M if offset is None else M - offset
-    if include_positive:
-        return m + torch.log1p(torch.expm1(-m) + acc)
-    return m + torch.log(acc)
+    out = m + variant.log_total(m, acc)
+    if stretch is None:
+        return out
+    top = y.amax(dim=-1) if offset is None else y.amax(dim=-1) - offset  # differentiable: its gradient
+    return stretched(out, variant.stretch_top(top), stretch)  # is the argmax's
 
 
+def finite_shift(m: torch.Tensor) -> torch.Tensor:
+    """``m`` with its infinite entries (rows without a finite logit) set to 0."""
+    return torch.where(torch.isfinite(m), m, 0.0)
 
-def similarity_lse_plain(s_pos, s_neg, tau, include_positive, dtype):
+
+def stretched(r: torch.Tensor, m: torch.Tensor, stretch: torch.Tensor | None) -> torch.Tensor:
+    """A row's centred log-sum-exp ``r`` at ``stretch`` times the scale it was computed at
+    (:func:`._common.scale_stretch`; None or exactly 1: ``r`` itself, bit for bit).
+
+    ``m`` is the row's largest centred logit (for the standard variant's ``log(1 + sum_j e^{z_j})``,
+    at least 0). Past the cap every logit is ``e^87`` times a similarity difference (float32), so
+    the terms below the largest have underflowed to 0 and ``r = m + log(count of the largest)``;
+    at ``stretch`` times the scale that is ``r + (stretch - 1) m``: exact up to the underflowed
+    terms, inf where the true value overflows, ``log(count)`` for rows whose largest logits tie
+    with the positive. Infinite ``m`` (a row without a logit) leaves ``r`` as it is. Plain torch
+    operations: differentiable (the custom kernels form the same gradients themselves)."""
+    if stretch is None:
+        return r
+    return torch.where(stretch == 1, r, r + (stretch - 1) * finite_shift(m))
+
+
+def safe_reduce(x: torch.Tensor, reduction: str) -> torch.Tensor:
+    """``x`` reduced, a mean formed from the entries divided by their count first (no overflow of
+    the sum where the mean is representable)."""
+    if reduction == "mean":
+        return (x / x.numel()).sum()
+    return x.sum() if reduction == "sum" else x
+
+
+def combine_stretched(out: torch.Tensor, combine, base: torch.Tensor, top: torch.Tensor,
+                      stretch: torch.Tensor) -> torch.Tensor:
+    """``out`` (a linear ``combine`` -- a mean, a sum, the halves of two directions -- of decoupled
+    rows :func:`stretched` from ``base`` with largest logits ``top``) where it is not NaN; where it is
+    (rows that overflow to +inf and -inf: inf - inf), the same combination of the parts,
+    ``combine(base) + (stretch - 1) combine(top)``, which overflows only where the true value does
+    (``combine`` must not overflow where its result is representable: :func:`safe_reduce`).
+    Differentiable; ``out`` bit for bit wherever it is a number."""
+    alt = combine(base) + (stretch - 1) * combine(top)
+    return torch.where(torch.isnan(out), alt, out)
+
+
+def similarity_lse_plain(s_pos, s_neg, tau, variant, dtype):
     """Per-row loss from similarities ((B,) and (B, k)) with plain torch operations (any order of
     derivatives); ``tau`` a float or a 0-d tensor."""
-    return lse_plain(centred_logits(s_neg, s_pos, tau, dtype), None, include_positive)
+    return lse_plain(centred_logits(s_neg, s_pos, tau, dtype), None, variant)
 
 
-def embedding_lse_plain(anchor, positive, negatives, tau, include_positive, dtype, exclude=None):
+def embedding_lse_plain(anchor, positive, negatives, tau, variant, dtype, exclude=None, stretch=None):
     """Per-row loss from embeddings with plain torch operations over the (B, k) logits (any order
     of derivatives); ``tau`` a float or a 0-d tensor; ``exclude``: (B, e) column indices into
     shared negatives left out of each row (their logit ``-inf``), or None."""
@@ -104,7 +148,7 @@ def embedding_lse_plain(anchor, positive, negatives, tau, include_positive, dtyp
     y = a_beta @ n.T if n.dim() == 2 else torch.bmm(a_beta.unsqueeze(1), n.transpose(1, 2)).squeeze(1)
     if exclude is not None:
         y = y.scatter(1, exclude, _NEG_INF)
-    return lse_plain(y, s_pos_beta, include_positive)
+    return lse_plain(y, s_pos_beta, variant, stretch)
 
 
 class RunningLogSumExp:
@@ -119,33 +163,27 @@ class RunningLogSumExp:
     arises when a finite logit comes later.
     """
 
-    def __init__(self, include_positive: bool):
-        self.include_positive = include_positive
+    def __init__(self, variant: Variant):
+        self.variant = variant
         self.m = None
         self.acc = None
 
     def update(self, z: torch.Tensor) -> None:
-        chunk_max = z.detach().amax(dim=-1)
-        if self.include_positive:
-            chunk_max = torch.clamp_min(chunk_max, 0.0)  # the shift covers the e^0 term too
+        v = self.variant
+        chunk_max = v.floor_shift(z.detach().amax(dim=-1))  # (standard: the shift covers e^0 too)
         new_m = chunk_max if self.m is None else torch.maximum(self.m, chunk_max)
-        shift = new_m if self.include_positive else torch.where(new_m == _NEG_INF, 0.0, new_m)
+        shift = v.shift_of(new_m)
         term = torch.exp(z - shift.unsqueeze(-1)).sum(dim=-1)
         if self.acc is None:
             self.acc = term
         else:
-            old = self.m if self.include_positive else torch.where(self.m == _NEG_INF, 0.0, self.m)
-            alpha = torch.exp(old - shift)
-            if not self.include_positive:
-                alpha = torch.where(self.m == _NEG_INF, 0.0, alpha)  # acc was 0 there
+            alpha = v.rescale(torch.exp(v.shift_of(self.m) - shift), self.m)  # (0 where acc was 0)
             self.acc = self.acc * alpha + term
         self.m = new_m
 
     def value(self) -> torch.Tensor:
-        if self.include_positive:
-            return self.m + torch.log1p(torch.expm1(-self.m) + self.acc)
-        shift = torch.where(self.m == _NEG_INF, 0.0, self.m)
-        return shift + torch.log(self.acc)
+        shift = self.variant.shift_of(self.m)
+        return shift + self.variant.log_total(shift, self.acc)
 
 
 class LogSumExpState:
@@ -159,35 +197,29 @@ class LogSumExpState:
     variant a row with no finite ``y`` yet (all left out, or underflowed) has ``M = -inf``; its
     shift is then 0 and its ``acc`` 0, and the rescaling factor of earlier sums is 0."""
 
-    __slots__ = ("include_positive", "offset", "M", "acc")
+    __slots__ = ("variant", "offset", "M", "acc")
 
-    def __init__(self, include_positive: bool, offset: torch.Tensor | None = None):
-        self.include_positive = include_positive
+    def __init__(self, variant: Variant, offset: torch.Tensor | None = None):
+        self.variant = variant
         self.offset = offset
         self.M = None
         self.acc = None
-
-    def _shift(self, M):
-        return M if self.include_positive else torch.where(M == _NEG_INF, 0.0, M)
 
     def add(self, y: torch.Tensor):
         """Take in a (B, c) chunk. Returns ``(w, alpha)``: ``w`` is ``y`` overwritten by
         ``e^{y_j - M}`` with the new shift ``M``, and ``alpha = e^{M_old - M}`` (None for the
         first chunk) rescales any sum the caller keeps over earlier chunks."""
-        chunk_max = y.amax(dim=-1)
-        if self.include_positive:
-            chunk_max = chunk_max.clamp_min_(0.0) if self.offset is None else torch.maximum(chunk_max, self.offset)
+        v = self.variant
+        chunk_max = v.floor_shift(y.amax(dim=-1), self.offset)
         new_M = chunk_max if self.M is None else torch.maximum(self.M, chunk_max)
-        shift = self._shift(new_M)
+        shift = v.shift_of(new_M)
         w = y.sub_(shift.unsqueeze(-1)).exp_()
         term = w.sum(dim=-1)
         alpha = None
         if self.acc is None:
             self.acc = term
         else:
-            alpha = torch.exp(self._shift(self.M) - shift)
-            if not self.include_positive:
-                alpha = torch.where(self.M == _NEG_INF, 0.0, alpha)
+            alpha = v.rescale(torch.exp(v.shift_of(self.M) - shift), self.M)
             self.acc.mul_(alpha).add_(term)
         self.M = new_M
         return w, alpha
@@ -196,16 +228,6 @@ class LogSumExpState:
         """``(m, r)`` with ``lse = m + r``: the shift ``m`` (0 or a centred logit) and
         ``r = log(c e^{-m} + sum_j e^{z_j - m})``, kept apart so that the backward pass forms
         ``p_j = e^{(z_j - m) - r}`` without subtracting two large numbers."""
-        shift = self._shift(self.M)
+        shift = self.variant.shift_of(self.M)
         m = shift if self.offset is None else shift - self.offset
-        if self.include_positive:
-            return m, torch.log1p(torch.expm1(-m) + self.acc)
-        return m, torch.log(self.acc)
-
-
-def sum_of_weights(lse: torch.Tensor, include_positive: bool) -> torch.Tensor:
-    """``sum_j p_j`` over the negatives: ``1 - e^{-lse}`` (standard; the positive has weight
-    ``e^{-lse}``) or exactly 1 (decoupled)."""
-    if include_positive:
-        return -torch.expm1(-lse)
-    return torch.ones_like(lse)
+        return m, self.variant.log_total(m, self.acc)

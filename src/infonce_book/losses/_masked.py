@@ -29,6 +29,9 @@ from collections.abc import Callable
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from ._logsumexp import finite_shift, stretched
+from ._variant import Variant
+
 __all__ = ["label_mask", "single_positive_rows", "supcon_rows"]
 
 _NEG_INF = float("-inf")
@@ -77,11 +80,15 @@ def _run_tiles(fn: Callable[..., torch.Tensor], n: int, tile: int,
 
 def single_positive_rows(a_beta: torch.Tensor, c: torch.Tensor, pos: torch.Tensor, *, self_index: torch.Tensor | None,
                          row_labels: torch.Tensor | None, cand_labels: torch.Tensor | None,
-                         extra: torch.Tensor | None, include_positive: bool, tile: int,
-                         score_dtype: torch.dtype | None = None) -> torch.Tensor:
+                         extra: torch.Tensor | None, variant: Variant, tile: int,
+                         score_dtype: torch.dtype | None = None, stretch: torch.Tensor | None = None,
+                         parts: bool = False) -> torch.Tensor:
     """(n,) per-row losses (module docstring) of anchors ``a_beta`` (already divided by tau, in
     the accumulation dtype) against candidates ``c`` ((m, d)), positive ``pos`` ((n,) column
-    indices), the anchor's own column ``self_index`` ((n,) or None) left out too."""
+    indices), the anchor's own column ``self_index`` ((n,) or None) left out too; ``stretch``: the
+    part of a ``logit_scale`` past its cap (:func:`._logsumexp.stretched`), or None; ``parts`` (with
+    a stretch, decoupled): (n, 3), each row's loss, its unstretched value and its largest centred
+    logit (for :func:`._logsumexp.combine_stretched`)."""
     n, m = a_beta.shape[0], c.shape[0]
 
     def rows(lo: int, hi: int, a_: torch.Tensor, c_: torch.Tensor, e_: torch.Tensor | None) -> torch.Tensor:
@@ -104,15 +111,57 @@ def single_positive_rows(a_beta: torch.Tensor, c: torch.Tensor, pos: torch.Tenso
             keep = torch.cat([keep, torch.ones_like(ye, dtype=torch.bool)], dim=1)
         lse, _ = _safe_lse(y, keep)
         r = lse - s
-        return torch.nn.functional.softplus(r, beta=1.0, threshold=40.0) if include_positive else r
+        if stretch is not None:
+            top = finite_shift(torch.where(keep, y, _NEG_INF).amax(dim=1) - s)
+            if parts:
+                return torch.stack([stretched(r, top, stretch), r, top], dim=1)
+            r = stretched(r, top, stretch)
+        return variant.row_loss(r)
 
     return _run_tiles(rows, n, tile, (a_beta, c, extra))
 
 
+def symmetric_label_rows(a_beta: torch.Tensor, c: torch.Tensor, labels: torch.Tensor, *, variant: Variant,
+                         score_dtype: torch.dtype | None = None, stretch: torch.Tensor | None = None,
+                         parts: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(rows, columns)``: CLIP's labelled loss in both directions from one (n, n) product, for
+    anchors ``a_beta`` (already divided by tau) against their own pairs ``c`` (no gathered
+    candidates, no extra negatives; the positives on the diagonal).
+
+    Candidate ``j`` is a negative of row ``i`` (and ``i`` of column ``j``) when their labels
+    differ: the same-label relation is symmetric, so one masked matrix serves both directions,
+    and the positive (its own label) is left out with the false negatives. A row is left with no
+    negative only when every label is equal, and then every row and column is (their standard
+    loss 0, with zero gradient; decoupled ``-inf``). ``stretch`` and ``parts`` as in
+    :func:`single_positive_rows` (``parts``: (n, 3) each)."""
+    if score_dtype is None:
+        y = torch.mm(a_beta, c.T)
+    else:  # opt-in low-precision scoring: the product in score_dtype, the rest in a_beta's dtype
+        y = torch.mm(a_beta.to(score_dtype), c.T.to(score_dtype)).to(a_beta.dtype)
+    s = y.diagonal()
+    keep = labels[:, None] != labels[None, :]
+    masked = y.masked_fill(~keep, _NEG_INF)
+    has = keep.any()  # (all rows have a negative, or none has)
+    safe = torch.where(has, masked, torch.zeros((), dtype=y.dtype, device=y.device))
+    out = []
+    for dim in (1, 0):
+        r = torch.where(has, torch.logsumexp(safe, dim=dim), _NEG_INF) - s
+        if stretch is not None:
+            top = finite_shift(masked.amax(dim=dim) - s)
+            if parts:
+                out.append(torch.stack([stretched(r, top, stretch), r, top], dim=1))
+                continue
+            r = stretched(r, top, stretch)
+        out.append(variant.row_loss(r))
+    return out[0], out[1]
+
+
 def supcon_rows(a_beta: torch.Tensor, c: torch.Tensor, self_index: torch.Tensor, row_labels: torch.Tensor,
-                cand_labels: torch.Tensor, extra: torch.Tensor | None, tile: int) -> torch.Tensor:
+                cand_labels: torch.Tensor, extra: torch.Tensor | None, tile: int,
+                stretch: torch.Tensor | None = None) -> torch.Tensor:
     """(n,) SupCon losses ``L_out`` per anchor (module docstring); every anchor must have at
-    least one positive (the caller checks: the other view always is one)."""
+    least one positive (the caller checks: the other view always is one); ``stretch`` as in
+    :func:`single_positive_rows`."""
     n, m = a_beta.shape[0], c.shape[0]
 
     def rows(lo: int, hi: int, a_: torch.Tensor, c_: torch.Tensor, e_: torch.Tensor | None) -> torch.Tensor:
@@ -128,6 +177,9 @@ def supcon_rows(a_beta: torch.Tensor, c: torch.Tensor, self_index: torch.Tensor,
             y = torch.cat([y, ye], dim=1)
             keep = torch.cat([keep, torch.ones_like(ye, dtype=torch.bool)], dim=1)
         lse, _ = _safe_lse(y, keep)
+        if stretch is not None:
+            return stretched(lse - mean_pos, finite_shift(torch.where(keep, y, _NEG_INF).amax(dim=1) - mean_pos),
+                             stretch)
         return lse - mean_pos
 
     return _run_tiles(rows, n, tile, (a_beta, c, extra))

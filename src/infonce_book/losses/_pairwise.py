@@ -29,7 +29,7 @@ import torch
 
 from ._backward import differentiable_backward
 from ._common import autocast_off, check_finite_loss, finite_reduction, reduce, values_checked
-from ._logsumexp import embedding_lse_plain
+from ._logsumexp import combine_stretched, embedding_lse_plain, finite_shift, safe_reduce, stretched
 from ._norm_checks import norm_range, raise_unless_checks_pass
 from ._tiled import tiled_backward, tiled_forward
 
@@ -61,14 +61,14 @@ class PairwiseInfoNCE(torch.autograd.Function):
     Args of :meth:`forward`: ``A`` (n, d), ``C`` (m, d); ``tau_tensor`` (0-d, or None);
     ``tau`` (float); ``pos`` (n,) column of each row's positive; ``exclude`` (n, e) columns left
     out of each row (the positive among them); ``columns``: also the column losses (CLIP's
-    symmetric form: each pair's loss is the mean of its row's and its column's); ``include_positive``
-    (standard); ``dtype``; ``reduction``; ``checks``: ``(tensor, name)`` pairs that must have rows
+    symmetric form: each pair's loss is the mean of its row's and its column's); ``variant``
+    (:class:`._variant.Variant`); ``dtype``; ``reduction``; ``checks``: ``(tensor, name)`` pairs that must have rows
     of unit norm (read with the loss in one synchronisation); ``tile``: rows per tile.
     """
 
     @staticmethod
-    def forward(ctx, A, C, tau_tensor, tau, pos, exclude, columns, include_positive, dtype, reduction, checks,
-                tile, score_dtype=None):
+    def forward(ctx, A, C, tau_tensor, tau, pos, exclude, columns, variant, dtype, reduction, checks,
+                tile, score_dtype=None, stretch=None):
         lohi = norm_range([x for x, _ in checks]) if checks else ()
         a_beta = _as(A, dtype) * (1.0 / tau)
         c = _as(C, dtype)
@@ -76,83 +76,101 @@ class PairwiseInfoNCE(torch.autograd.Function):
         # Opt-in low-precision scoring: the products in score_dtype, everything after in dtype.
         a_s, c_s = (a_beta, c) if score_dtype is None else (a_beta.to(score_dtype), c.to(score_dtype))
         if tile >= A.shape[0]:
-            r_rows, r_cols, saved = materialised_forward(a_s, c_s, exclude, columns, keep, dtype)
+            r_rows, r_cols, saved, m_rows, m_cols = materialised_forward(a_s, c_s, exclude, columns, keep, dtype)
         else:
-            r_rows, r_cols, saved = tiled_forward(a_s, c_s, exclude, columns, tile, dtype)
+            r_rows, r_cols, saved, m_rows, m_cols = tiled_forward(a_s, c_s, exclude, columns, tile, dtype)
+        top = base = None
+        if stretch is not None:  # a logit_scale above the cap: the rest applied to the centred rows
+            top = finite_shift(torch.stack([m_rows, m_cols]) if columns else m_rows)
+            base = torch.stack([r_rows, r_cols]) if columns else r_rows
+            r_rows = stretched(r_rows, top[0] if columns else top, stretch)
+            r_cols = stretched(r_cols, top[1], stretch) if columns else None
         if columns:  # both directions in one (2, n) tensor: a pair's loss is the mean of its two
             r = torch.stack([r_rows, r_cols])
-            both = _softplus(r) if include_positive else r
+            both = variant.row_loss(r)
             per = None if reduction == "mean" else torch.add(both[0] * 0.5, both[1], alpha=0.5)
             out = both.mean() if per is None else reduce(per, reduction)
         else:
             r = r_rows
-            per = _softplus(r) if include_positive else r
+            per = variant.row_loss(r)
             out = reduce(per, reduction)
             if out is r:  # reduction "none", decoupled: a copy, which the caller may change in place
                 out = out.clone()
         if reduction == "mean" and not values_checked():  # (nothing read: a mean whose sum overflows, on the device)
             rows_of = both if columns else per
             out = torch.where(torch.isfinite(out), out, (rows_of / rows_of.numel()).sum())
+        if base is not None and variant.linear_rows:  # rows past the cap that may be +inf and -inf
+            out = combine_stretched(out, lambda x: _combine(x, columns, reduction), base, top, stretch)
         if not raise_unless_checks_pass(checks, lohi, out):  # a row beyond the range, or a sum that overflows
             if per is None:  # (each half first: the sum of two finite losses may overflow)
                 per = torch.add(both[0] * 0.5, both[1], alpha=0.5)
             check_finite_loss(per, dtype, tau)
             out = finite_reduction(out, per, reduction, dtype, tau, known_finite=False)
-        ctx.save_for_backward(A, C, tau_tensor, a_beta, r, *saved)
-        ctx.opts = (tau, pos, exclude, columns, include_positive, dtype, reduction, tile)
+        ctx.save_for_backward(A, C, tau_tensor, a_beta, r, stretch, top, *saved)
+        ctx.opts = (tau, pos, exclude, columns, variant, dtype, reduction, tile)
         ctx.score_dtype = score_dtype
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        A, C, tau_tensor, a_beta, r, *saved = ctx.saved_tensors
-        tau, pos, exclude, columns, include_positive, dtype, reduction, tile = ctx.opts
+        A, C, tau_tensor, a_beta, r, stretch, top, *saved = ctx.saved_tensors
+        tau, pos, exclude, columns, variant, dtype, reduction, tile = ctx.opts
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
-            def recompute(a_, c_, t_):
-                return _plain_loss(a_, c_, tau if t_ is None else t_, pos, exclude, columns, include_positive,
-                                   dtype, reduction)
-            return differentiable_backward(recompute, (A, C, tau_tensor), ctx.needs_input_grad[:3],
-                                           grad) + (None,) * 10
+            def recompute(a_, c_, t_, st_):
+                return _plain_loss(a_, c_, tau if t_ is None else t_, pos, exclude, columns, variant,
+                                   dtype, reduction, st_)
+            needs = ctx.needs_input_grad[:3] + ctx.needs_input_grad[-1:]
+            g_a, g_c, g_t, g_st = differentiable_backward(recompute, (A, C, tau_tensor, stretch), needs, grad)
+            return (g_a, g_c, g_t) + (None,) * 10 + (g_st,)
         with autocast_off(grad.device.type):
-            grads = _backward(ctx, grad, A, C, a_beta, r, saved)
-        return grads + (None,) * 10
+            grads = _backward(ctx, grad, A, C, a_beta, r, saved, stretch, top)
+        return grads[:3] + (None,) * 10 + grads[3:]
 
 
 def materialised_forward(a_beta, c, exclude, columns, keep_weights, dtype=None):
-    """``(R_rows, R_columns or None, saved)`` over the whole (n, m) logit matrix: ``R`` per row
-    (column) over its negatives, ``R = (max_j y_j - s) - log max_j q_j`` with ``q`` the softmax
+    """``(R_rows, R_columns or None, saved, M_rows, M_columns or None)`` over the whole (n, m) logit
+    matrix: ``R`` per row (column) over its negatives, ``R = (max_j y_j - s) - log max_j q_j`` with ``q`` the softmax
     over the negatives and ``s`` the positive's logit (``exclude``'s last column), taken from the
     same product so that it is rounded as the others: the difference of two logits comes first,
     and equal logits give exactly ``log(count)``. ``saved``: the softmax weights of the rows (and
     columns) when ``keep_weights``. ``dtype``: that of the logits, when the product runs in a
-    lower one (opt-in low-precision scoring)."""
+    lower one (opt-in low-precision scoring). ``M``: each row's (column's) largest centred
+    logit, ``max_j y_j - s``."""
     y = _scores(a_beta, c, dtype)
     s = y.gather(1, exclude[:, -1:]).squeeze(-1)  # (n,)
     y.scatter_(1, exclude, _NEG_INF)
     q = torch.softmax(y, dim=1)  # (the softmax is the same for the centred logits)
-    r_rows = (y.amax(dim=1) - s).sub_(q.amax(dim=1).log_())
+    m_rows = y.amax(dim=1) - s
+    r_rows = m_rows - q.amax(dim=1).log_()
     saved = (q,) if keep_weights else ()
-    r_cols = None
+    r_cols = m_cols = None
     if columns:  # square, the positives on the diagonal: column j centred by s_j
         q = torch.softmax(y, dim=0)
-        r_cols = (y.amax(dim=0) - s).sub_(q.amax(dim=0).log_())
+        m_cols = y.amax(dim=0) - s
+        r_cols = m_cols - q.amax(dim=0).log_()
         if keep_weights:
             saved += (q,)
-    return r_rows, r_cols, saved
+    return r_rows, r_cols, saved, m_rows, m_cols
 
 
-def _backward(ctx, grad, A, C, a_beta, r, saved):
+def _backward(ctx, grad, A, C, a_beta, r, saved, stretch=None, top=None):
     """``(grad A, grad C, grad tau)`` (formulas in the module docstring). The positive's own
     entry of ``G`` (0 in ``G``: its logit was left out) is set to ``-w``, so that the two products
-    ``G C`` and ``G^T A`` carry the positives' terms too."""
-    tau, pos, exclude, columns, include_positive, dtype, reduction, tile = ctx.opts
+    ``G C`` and ``G^T A`` carry the positives' terms too. With a ``stretch`` (a logit_scale past the
+    cap, :func:`._logsumexp.stretched`) the gradients are multiplied by it, last (the weights, which
+    have saturated, are those of the larger scale), and its own gradient is ``sum F M / beta``; the
+    fourth output."""
+    tau, pos, exclude, columns, variant, dtype, reduction, tile = ctx.opts
     need_a, need_c, need_tau = ctx.needs_input_grad[:3]
     beta = 1.0 / tau
     n = A.shape[0]
     # F per row: (c s) g with c = beta (/ n for the mean; halved per direction for the symmetric form)
     c = beta / n if reduction == "mean" else beta
     cg = _as(grad, dtype) * (c * 0.5 if columns else c)
-    f = _factor(r, cg, include_positive)  # (n,), or (2, n) for rows and columns
+    f = variant.row_factor(r, cg)  # F = (c s) g: (n,), or (2, n) for rows and columns
+    grad_stretch = None
+    if stretch is not None and ctx.needs_input_grad[-1]:
+        grad_stretch = ((f * top).sum() * tau).reshape(())
     f_rows, f_cols = (f[0], f[1]) if columns else (f, None)
     neg_w = f.sum(dim=0).neg_() if columns else torch.neg(f)
     a, cc = _as(A, dtype), _as(C, dtype)
@@ -167,26 +185,32 @@ def _backward(ctx, grad, A, C, a_beta, r, saved):
     else:
         grad_a, grad_c = tiled_backward(a_beta, a, cc, exclude, f_rows, f_cols, neg_w, saved[0], saved[1], tile,
                                         need_c, sd)
+    if stretch is not None:  # (last, so that no product meets an overflowed factor)
+        grad_a = grad_a * stretch if grad_a is not None else None
+        grad_c = grad_c * stretch if grad_c is not None else None
     grad_tau = -(torch.linalg.vecdot(a, grad_a).sum() * beta).reshape(()) if need_tau else None
-    return (grad_a.to(A.dtype) if need_a else None), (grad_c.to(C.dtype) if need_c else None), grad_tau
+    return (grad_a.to(A.dtype) if need_a else None), (grad_c.to(C.dtype) if need_c else None), grad_tau, grad_stretch
 
 
-def _factor(r, cg, include_positive):
-    """``F = (c s) g`` per row (``r``: (n,) or (2, n); ``cg = c g``, 0-d or (n,))."""
-    if include_positive:
-        return torch.sigmoid(r).mul_(cg)
-    return cg.expand(r.shape)
-
-
-def _plain_loss(a, c, tau, pos, exclude, columns, include_positive, dtype, reduction):
+def _plain_loss(a, c, tau, pos, exclude, columns, variant, dtype, reduction, stretch=None):
     """The reduced loss with plain torch operations over the materialised logits (any order of
     derivatives): rows, and columns as rows of the transposed problem."""
     p = c if pos is None else c[pos]
-    rows = embedding_lse_plain(a, p, c, tau, include_positive, dtype, exclude)
+    rows = embedding_lse_plain(a, p, c, tau, variant, dtype, exclude, stretch)
     if columns:
-        cols = embedding_lse_plain(c, a, a, tau, include_positive, dtype, exclude)
+        cols = embedding_lse_plain(c, a, a, tau, variant, dtype, exclude, stretch)
         rows = rows * 0.5 + cols * 0.5
     return reduce(rows, reduction)
+
+
+def _combine(x, columns, reduction):
+    """The loss of the decoupled rows ``x`` ((n,), or (2, n) rows and columns), as the forward pass
+    forms it."""
+    if not columns:
+        return safe_reduce(x, reduction)
+    if reduction == "mean":
+        return safe_reduce(x, "mean")
+    return safe_reduce(torch.add(x[0] * 0.5, x[1], alpha=0.5), reduction)
 
 
 def _scores(a, c, dtype):
@@ -204,8 +228,3 @@ def _product(x, y, score_dtype):
 
 def _as(x, dtype):
     return x if x.dtype == dtype else x.to(dtype)
-
-
-def _softplus(x):
-    """``log(1 + e^x)``, exact in relative terms for very negative ``x`` (as in :mod:`._fused`)."""
-    return torch.nn.functional.softplus(x, beta=1.0, threshold=40.0)

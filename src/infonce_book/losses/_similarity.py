@@ -16,7 +16,7 @@ import torch
 
 from ._backward import differentiable_backward, grad_like, row_factor
 from ._common import autocast_off, chunk_bounds, finite_loss, inverse_temperature, use_fused
-from ._logsumexp import LogSumExpState, centred_logits, similarity_lse_plain, sum_of_weights
+from ._logsumexp import LogSumExpState, centred_logits, similarity_lse_plain
 
 __all__ = ["InfoNCEFromSimilarities", "similarity_loss"]
 
@@ -31,24 +31,24 @@ class InfoNCEFromSimilarities(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, s_pos, s_neg, tau_tensor, tau, include_positive, bounds, dtype):
-        state = LogSumExpState(include_positive)
+    def forward(ctx, s_pos, s_neg, tau_tensor, tau, variant, bounds, dtype):
+        state = LogSumExpState(variant)
         for lo, hi in bounds:
             state.add(centred_logits(s_neg[:, lo:hi], s_pos, tau, dtype))
         m, r = state.finish()
         ctx.save_for_backward(s_pos, s_neg, m, r, tau_tensor)
-        ctx.tau, ctx.include_positive, ctx.bounds, ctx.dtype = tau, include_positive, bounds, dtype
+        ctx.tau, ctx.variant, ctx.bounds, ctx.dtype = tau, variant, bounds, dtype
         return m + r
 
     @staticmethod
     def backward(ctx, grad):
         s_pos, s_neg, m, r, tau_tensor = ctx.saved_tensors
-        tau, dtype, include_positive = ctx.tau, ctx.dtype, ctx.include_positive
+        tau, dtype, variant = ctx.tau, ctx.dtype, ctx.variant
         tail = (None, None, None, None)
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
             def recompute(s_pos_, s_neg_, tau_tensor_):
                 return similarity_lse_plain(s_pos_, s_neg_, tau if tau_tensor_ is None else tau_tensor_,
-                                            include_positive, dtype)
+                                            variant, dtype)
             return differentiable_backward(recompute, (s_pos, s_neg, tau_tensor), ctx.needs_input_grad[:3],
                                            grad) + tail
         with autocast_off(grad.device.type):
@@ -64,7 +64,7 @@ def _similarity_backward(ctx, grad, s_pos, s_neg, m, r):
     lse = m + r
     grad_pos = grad_neg = grad_tau = None
     if need_pos:
-        grad_pos = -(f * sum_of_weights(lse, ctx.include_positive)) * late
+        grad_pos = -(f * ctx.variant.sum_of_weights(lse)) * late
     if need_neg or need_tau:
         grad_neg = torch.empty_like(s_neg) if need_neg else None
         pz = torch.zeros_like(lse)
@@ -85,7 +85,7 @@ def _similarity_backward(ctx, grad, s_pos, s_neg, m, r):
     return grad_like(grad_pos, s_pos), grad_neg, grad_tau
 
 
-def similarity_loss(s_pos, s_neg, tau_value, tau_tensor, include_positive, chunk_size, dtype, reduction):
+def similarity_loss(s_pos, s_neg, tau_value, tau_tensor, variant, chunk_size, dtype, reduction):
     """The reduced loss from validated similarities ((B,) and (B, k), k >= 1): plain torch
     operations for small problems (:func:`._common.use_fused`), :class:`InfoNCEFromSimilarities`
     otherwise. ``tau_value`` the float temperature, ``tau_tensor`` the 0-d tensor to
@@ -95,8 +95,8 @@ def similarity_loss(s_pos, s_neg, tau_value, tau_tensor, include_positive, chunk
     B, k = s_neg.shape
     if use_fused(B, k, chunk_size):
         lse = similarity_lse_plain(s_pos, s_neg, tau_value if tau_tensor is None else tau_tensor,
-                                   include_positive, dtype)
+                                   variant, dtype)
     else:
-        lse = InfoNCEFromSimilarities.apply(s_pos, s_neg, tau_tensor, tau_value, include_positive,
+        lse = InfoNCEFromSimilarities.apply(s_pos, s_neg, tau_tensor, tau_value, variant,
                                             chunk_bounds(k, chunk_size), dtype)
     return finite_loss(lse, reduction, dtype, tau_value)

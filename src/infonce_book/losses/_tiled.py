@@ -55,11 +55,12 @@ def _log_sum(y, shift, dim, out):
 
 
 def tiled_forward(a_beta, c, exclude, columns, tile, dtype=None):
-    """``(R_rows (n,), R_columns (m,) or None, (lse_rows, lse_columns or None))``, ``tile`` rows at
+    """``(R_rows (n,), R_columns (m,) or None, (lse_rows, lse_columns or None), M_rows, M_columns or
+    None)``, ``tile`` rows at
     a time: ``lse`` is ``log sum_j e^{y_j}`` over each row's (column's) negatives and
     ``R = (max - s_pos) + log sum_j e^{y_j - max}``, the difference of two logits taken first (so
     that equal logits give exactly ``log(count)``); ``s_pos`` is the positive's logit
-    (``exclude``'s last column; for the columns, the same diagonal)."""
+    (``exclude``'s last column; for the columns, the same diagonal); ``M = max - s_pos``."""
     n, m = a_beta.shape[0], c.shape[0]
     dtype = a_beta.dtype if dtype is None else dtype  # (lower for a_beta and c: low-precision scoring)
     s_pos = torch.empty(n, dtype=dtype, device=a_beta.device)
@@ -83,13 +84,15 @@ def tiled_forward(a_beta, c, exclude, columns, tile, dtype=None):
             else:
                 col_acc.mul_(torch.exp(_finite_shift(col_m) - shift)).add_(term)
             col_m = new_m
-    r_rows = (max_r - s_pos).add_(log_sum_r)
+    m_rows = max_r - s_pos
+    r_rows = m_rows + log_sum_r
     lse_r = max_r.add_(log_sum_r)
     if not columns:
-        return r_rows, None, (lse_r, None)
+        return r_rows, None, (lse_r, None), m_rows, None
     log_c = col_acc.log_()
-    r_cols = (col_m - s_pos).add_(log_c)
-    return r_rows, r_cols, (lse_r, col_m.add_(log_c))
+    m_cols = col_m - s_pos
+    r_cols = m_cols + log_c
+    return r_rows, r_cols, (lse_r, col_m.add_(log_c)), m_rows, m_cols
 
 
 def tiled_backward(a_beta, a, c, exclude, f_rows, f_cols, neg_w, lse_r, lse_c, tile, need_c, score_dtype=None):

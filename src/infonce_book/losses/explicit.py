@@ -115,6 +115,7 @@ from ._common import (
     inverse_temperature,
     resolve_variant,
     scale_factor,
+    scale_stretch,
     split_tau,
     temperature_of,
     values_checked,
@@ -176,7 +177,7 @@ def info_nce_streaming(s_pos: torch.Tensor, s_neg_chunks: Iterable[torch.Tensor]
     if tau_value is not None:
         inverse_temperature(tau_value, dtype)
     s_pos_given, s_pos = s_pos, s_pos.to(dtype)
-    state = RunningLogSumExp(include_positive=(variant.include_positive))
+    state = RunningLogSumExp(variant)
     k = 0
     for chunk in s_neg_chunks:
         check_float_tensor(chunk, "s_neg chunk", finite=checked)
@@ -271,7 +272,7 @@ def info_nce_from_similarities(s_pos: torch.Tensor, s_neg: torch.Tensor, tau: fl
         wide = torch.float32 if s_pos.device.type == "mps" else torch.float64
         s_pos, s_neg = fold_temperature(s_pos, tau_tensor, wide), fold_temperature(s_neg, tau_tensor, wide)
         tau_value, tau_tensor = 1.0, None
-    return similarity_loss(s_pos, s_neg, tau_value, tau_tensor, variant.include_positive, chunk_size, dtype, reduction)
+    return similarity_loss(s_pos, s_neg, tau_value, tau_tensor, variant, chunk_size, dtype, reduction)
 
 
 @without_autocast
@@ -355,12 +356,14 @@ def info_nce(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tens
     # With require_unit_norm the negatives are checked chunk by chunk as they are scored (a
     # separate pass over a (k, d) matrix costs about as much as scoring it against a small batch).
     unit_norm = ((anchor, "anchor"), (positive, "positive")) if require_unit_norm else ()
-    if scale is not None:  # CLIP's logit_scale: the anchors times exp(scale), at temperature 1
+    stretch = None
+    if scale is not None:  # CLIP's logit_scale: the anchors times exp(scale) (up to its cap), at temperature 1
         anchor, tau_value, tau_tensor = fold_scale(anchor, scale_factor(scale, dtype), dtype), 1.0, None
+        stretch = scale_stretch(scale, dtype)
     elif tau_value is None:  # a tensor tau, not read: the anchors divided by it on the device
         anchor, tau_value, tau_tensor = fold_temperature(anchor, tau_tensor, dtype), 1.0, None
-    return embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant.include_positive, chunk_size,
-                          dtype, reduction, unit_norm, require_unit_norm)
+    return embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant, chunk_size,
+                          dtype, reduction, unit_norm, require_unit_norm, stretch=stretch)
 
 
 def _check_embedding_shapes(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor,

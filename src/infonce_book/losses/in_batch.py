@@ -42,8 +42,8 @@ from ._common import (
     fold_scale,
     fold_temperature,
     inverse_temperature,
-    resolve_variant,
     scale_factor,
+    scale_stretch,
     temperature_of,
     values_checked,
     without_autocast,
@@ -70,12 +70,15 @@ def _validate_pairs(z1: torch.Tensor, z2: torch.Tensor, require_unit_norm: bool)
         raise ValueError("empty batch: z1 has B = 0 rows; in-batch InfoNCE needs at least two pairs")
 
 
-def _check_options(variant: Any, reduction: Any, chunk_size: Any, require_unit_norm: Any, gather: Any) -> int | None:
-    check_options(variant, reduction)
-    variant = resolve_variant(variant)
+def _check_options(variant: Any, reduction: Any, chunk_size: Any, require_unit_norm: Any, gather: Any,
+                   ) -> tuple[int | None, Variant]:
+    """``(chunk_size, variant)`` checked, in the order of the messages: variant, reduction,
+    ``require_unit_norm``, ``gather``, chunk size."""
+    check_options(variant, reduction)  # (variant first: its message names the choices)
+    variant = Variant(variant)
     check_bool(require_unit_norm, "require_unit_norm")
     check_bool(gather, "gather")
-    return check_chunk_size(chunk_size)
+    return check_chunk_size(chunk_size), variant
 
 
 def _candidates(xs: tuple[torch.Tensor, ...], group: Any) -> tuple[list[torch.Tensor], int]:
@@ -86,17 +89,18 @@ def _candidates(xs: tuple[torch.Tensor, ...], group: Any) -> tuple[list[torch.Te
 
 def _anchors(xs: tuple[torch.Tensor, ...], tau_value: float | None, tau_tensor: torch.Tensor | None,
              dtype: torch.dtype, scale: torch.Tensor | None = None,
-             ) -> tuple[list[torch.Tensor], float, torch.Tensor | None]:
-    """``(anchors, tau_value, tau_tensor)``: ``xs`` and the temperature as given, or, for a tensor
-    tau not read on the host (``tau_value`` None), ``xs`` divided by it on the device and tau 1;
-    for a ``logit_scale`` (``scale``), ``xs`` times ``exp(scale)`` and tau 1
-    (:func:`._common.fold_scale`)."""
+             ) -> tuple[list[torch.Tensor], float, torch.Tensor | None, torch.Tensor | None]:
+    """``(anchors, tau_value, tau_tensor, stretch)``: ``xs`` and the temperature as given, or, for a
+    tensor tau not read on the host (``tau_value`` None), ``xs`` divided by it on the device and
+    tau 1; for a ``logit_scale`` (``scale``), ``xs`` times ``exp(scale)`` up to its cap, tau 1 and
+    the rest of the scale as ``stretch`` (:func:`._common.fold_scale`,
+    :func:`._common.scale_stretch`; None without a scale)."""
     if scale is not None:
         factor = scale_factor(scale, dtype)
-        return [fold_scale(x, factor, dtype) for x in xs], 1.0, None
+        return [fold_scale(x, factor, dtype) for x in xs], 1.0, None, scale_stretch(scale, dtype)
     if tau_value is not None:
-        return list(xs), tau_value, tau_tensor
-    return [fold_temperature(x, tau_tensor, dtype) for x in xs], 1.0, None
+        return list(xs), tau_value, tau_tensor, None
+    return [fold_temperature(x, tau_tensor, dtype) for x in xs], 1.0, None, None
 
 
 def _alias_when_compiling(x: torch.Tensor) -> torch.Tensor:
@@ -171,7 +175,9 @@ def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Ten
             anchors as ``exp(logit_scale)``, so its gradient stays finite wherever it is
             representable (through ``tau = exp(-s)`` it overflows from a scale of about 46 in
             float32). OverflowError (with value checks) where ``exp(logit_scale)`` exceeds the
-            accumulation dtype.
+            accumulation dtype; without them (``check_values=False``) a scale past 87 (float32;
+            708 in float64) is folded up to that cap and the rest applied to each row's centred
+            log-sum-exp: the loss is inf only where its true value overflows, never NaN.
         score_dtype: None (default) or torch.bfloat16 / torch.float16: opt-in low-precision
             scoring, the similarity products (forward and backward) in that dtype, the
             log-sum-exp and everything after in float32 (measured against float64 at B = 128 to
@@ -201,8 +207,7 @@ def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Ten
         >>> round(float(info_nce_in_batch(z, z, 0.1, variant="decoupled")), 6)  # log(B - 1)
         1.098612
     """
-    chunk_size = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
-    variant = resolve_variant(variant)
+    chunk_size, variant = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
     check_bool(symmetric, "symmetric")
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
@@ -221,16 +226,15 @@ def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Ten
     if c2.shape[0] < 2:
         return _single_pair(variant, B, dtype, reduction, z1, z2, tau_tensor if scale is None else scale,
                             require_unit_norm and values_checked(), "in-batch InfoNCE")
-    include_positive = variant.include_positive
-    (a1, a2), tau_value, tau_tensor = _anchors((z1, z2), tau_value, tau_tensor, dtype, scale)
+    (a1, a2), tau_value, tau_tensor, stretch = _anchors((z1, z2), tau_value, tau_tensor, dtype, scale)
     exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
     unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()  # gathered: all raise alike
-    rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, include_positive, chunk_size, dtype,
-                          "none" if symmetric else reduction, unit_norm, exclude=exclude)
+    rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, variant, chunk_size, dtype,
+                          "none" if symmetric else reduction, unit_norm, exclude=exclude, stretch=stretch)
     if not symmetric:
         return rows
-    columns = embedding_loss(a2, z1, c1, tau_value, tau_tensor, include_positive, chunk_size, dtype, "none",
-                             exclude=exclude)
+    columns = embedding_loss(a2, z1, c1, tau_value, tau_tensor, variant, chunk_size, dtype, "none",
+                             exclude=exclude, stretch=stretch)
     pairs = rows * 0.5 + columns * 0.5  # (each half first: the sum of two finite rows may overflow)
     return finite_loss(pairs, reduction, dtype, tau_value)
 
@@ -277,7 +281,9 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None
             anchors as ``exp(logit_scale)``, so its gradient stays finite wherever it is
             representable (through ``tau = exp(-s)`` it overflows from a scale of about 46 in
             float32). OverflowError (with value checks) where ``exp(logit_scale)`` exceeds the
-            accumulation dtype.
+            accumulation dtype; without them (``check_values=False``) a scale past 87 (float32;
+            708 in float64) is folded up to that cap and the rest applied to each row's centred
+            log-sum-exp: the loss is inf only where its true value overflows, never NaN.
         score_dtype: None (default) or torch.bfloat16 / torch.float16: opt-in low-precision
             scoring, the similarity products (forward and backward) in that dtype, the
             log-sum-exp and everything after in float32 (measured against float64 at B = 128 to
@@ -303,8 +309,7 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None
         >>> round(float(nt_xent(z, z, 0.5)), 6)  # log(2B - 1), B = 3
         1.609438
     """
-    chunk_size = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
-    variant = resolve_variant(variant)
+    chunk_size, variant = _check_options(variant, reduction, chunk_size, require_unit_norm, gather)
     _validate_pairs(z1, z2, require_unit_norm)
     accumulate = check_accumulate(accumulate, z1.device)
     tau_value, tau_tensor, scale = temperature_of(tau, logit_scale)
@@ -325,15 +330,15 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None
     if candidates.shape[0] < 4:
         return _single_pair(variant, 2 * B, dtype, reduction, z1, z2, tau_tensor if scale is None else scale,
                             require_unit_norm and values_checked(), "nt_xent")
-    (anchors,), tau_value, tau_tensor = _anchors((views,), tau_value, tau_tensor, dtype, scale)
+    (anchors,), tau_value, tau_tensor, stretch = _anchors((views,), tau_value, tau_tensor, dtype, scale)
     own = torch.arange(2 * B, device=z1.device)
     exclude = torch.stack([own + offset, (own + B) % (2 * B) + offset], dim=-1)  # itself and its positive
     # Checked on the gathered candidates, so that every process raises alike.
     unit_norm = ()
     if require_unit_norm and values_checked():
         unit_norm = ((candidates, "z1 and z2 (gathered)"),)
-    return embedding_loss(anchors, pairs, candidates, tau_value, tau_tensor, variant.include_positive, chunk_size,
-                          dtype, reduction, unit_norm, exclude=exclude)
+    return embedding_loss(anchors, pairs, candidates, tau_value, tau_tensor, variant, chunk_size,
+                          dtype, reduction, unit_norm, exclude=exclude, stretch=stretch)
 
 
 def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_norm, accumulate, tau_value,
@@ -350,15 +355,15 @@ def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_
         rows, what = (z1.shape[0], "in-batch InfoNCE") if half is None else (2 * z1.shape[0], "nt_xent")
         return _single_pair(variant, rows, dtype, reduction, z1, z2, tau_tensor if scale is None else scale,
                             checked, what)
-    (a,), tau_value, tau_tensor = _anchors((a,), tau_value, tau_tensor, dtype, scale)
+    (a,), tau_value, tau_tensor, stretch = _anchors((a,), tau_value, tau_tensor, dtype, scale)
     c = _alias_when_compiling(c)  # (NT-Xent: the views are the anchors and the candidates)
     inverse_temperature(tau_value, dtype)
     n = a.shape[0]
     indices = _pair_indices.__wrapped__ if torch.compiler.is_compiling() else _pair_indices  # (dynamo: no cache)
     pos, exclude = indices(n, half, a.device)
     checks = ((z1, "z1"), (z2, "z2")) if checked else ()
-    return PairwiseInfoNCE.apply(a, c, tau_tensor, tau_value, pos, exclude, columns, variant.include_positive, dtype,
-                                 reduction, checks, pairwise_tile(n, c.shape[0], chunk_size), score_dtype)
+    return PairwiseInfoNCE.apply(a, c, tau_tensor, tau_value, pos, exclude, columns, variant, dtype,
+                                 reduction, checks, pairwise_tile(n, c.shape[0], chunk_size), score_dtype, stretch)
 
 
 @functools.lru_cache(maxsize=16)
