@@ -14,7 +14,7 @@ from infonce_book.models import FiniteModel, GaussianModel, VonMisesFisher
 def test_top1_accuracy_of_the_ideal_search_on_s2():
     # k = 1: P(s+ > s) with s uniform: E[(1 + s+)/2] = (1 + A_3(kappa))/2.
     a3 = 1 / math.tanh(2.0) - 1 / 2.0
-    assert chapter._vmf3_top1_ideal(2.0, 1) == pytest.approx((1 + a3) / 2, rel=1e-10)
+    assert chapter.runners._vmf3_top1_ideal(2.0, 1) == pytest.approx((1 + a3) / 2, rel=1e-10)
 
 
 def test_bayes_enumeration_on_two_points_by_hand():

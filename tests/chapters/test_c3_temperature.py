@@ -28,7 +28,7 @@ def test_ledger_rules(tmp_path, monkeypatch):
 def test_two_cluster_sample_is_on_two_antipodal_points():
     import torch
 
-    x = chapter._two_cluster_sample(1000, 3, torch.Generator().manual_seed(0), "cpu")
+    x = chapter.runners._two_cluster_sample(1000, 3, torch.Generator().manual_seed(0), "cpu")
     assert set(map(tuple, x.numpy().tolist())) == {(1.0, 0.0, 0.0), (-1.0, 0.0, 0.0)}
 
 

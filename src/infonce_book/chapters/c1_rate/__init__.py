@@ -7,35 +7,12 @@ page quotes), :mod:`.ledger` (the claims-ledger records and their verdict rules)
 :mod:`.figures` (``fig_*``). Every name the page uses is re-exported here.
 """
 
-from .config import SIZES, STEM, RateSetup, setup
-from .figures import fig_bias_vs_k, fig_bounds_vs_k, fig_c1_heatmap, fig_idea, fig_in_batch, fig_k_bias_by_variant
-from .headers import HEADERS
-from .ledger import (
-    ledger_bounds,
-    ledger_exact,
-    ledger_in_batch,
-    ledger_monte_carlo,
-    ledger_sweep,
-    ledger_third_order,
-)
-from .runners import (
-    bounds_table,
-    c1_sweep,
-    exact_curve,
-    exact_summary,
-    exercise_values,
-    in_batch_exact,
-    in_batch_monte_carlo,
-    monte_carlo,
-    ntxent_richardson,
-    parameters_summary,
-    richardson_c1,
-    third_order_table,
-)
+from . import config, figures, headers, ledger, runners
+from .config import *  # noqa: F403
+from .figures import *  # noqa: F403
+from .headers import *  # noqa: F403
+from .ledger import *  # noqa: F403
+from .runners import *  # noqa: F403
 
-__all__ = ["HEADERS",
-           "SIZES", "STEM", "RateSetup", "bounds_table", "c1_sweep", "exact_curve", "exact_summary",
-           "exercise_values", "fig_bias_vs_k", "fig_bounds_vs_k", "fig_c1_heatmap", "fig_in_batch",
-           "fig_k_bias_by_variant", "in_batch_exact", "in_batch_monte_carlo", "ledger_bounds", "ledger_exact",
-           "ledger_in_batch", "ledger_monte_carlo", "ledger_sweep", "ledger_third_order", "monte_carlo",
-           "ntxent_richardson", "parameters_summary", "richardson_c1", "setup", "third_order_table", "fig_idea"]
+#: Every public name of the chapter's modules (each module's ``__all__``), and the re-exports above.
+__all__ = [*config.__all__, *figures.__all__, *headers.__all__, *ledger.__all__, *runners.__all__]

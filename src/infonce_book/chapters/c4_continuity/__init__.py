@@ -13,58 +13,25 @@ replications, pilots and power calculations, in :mod:`.design`, their records in
 """
 
 from ...experiment.prose import join_words
-from .config import SIZES, STEM, ContinuitySetup, SideClaimsSetup, setup
-from .design import PILOTS, REPLICATION_SEED, aligned_concentration, alignment, replication_design, seeds_for_power
-from .figures import (
-    fig_continuity_ratios,
-    fig_dimension_sweep,
-    fig_idea,
-    fig_lipschitz_vs_k,
-    fig_rademacher_sweeps,
-    fig_temperature_sweep,
-)
-from .headers import HEADERS
-from .ledger import (
-    ledger_dimension,
-    ledger_lipschitz,
-    ledger_perturbations,
-    ledger_rademacher,
-    ledger_segments,
-    ledger_temperature,
-)
-from .replications import (
-    ledger_dimension_replication,
-    ledger_temperature_replication,
-    replication_table,
-    replication_taus,
-    resolved_taus,
-)
-from .runners import (
-    PERTURBATIONS,
-    complexity_glue,
-    complexity_table,
-    crossover_k,
-    embedding_segments,
-    exercise_numbers,
-    expected_max_norm,
-    lipschitz_check,
-    lipschitz_constants,
-    lipschitz_predictions,
-    perturbations,
-    rademacher_configs,
-    rademacher_estimates,
-    radius_exercise,
-    radius_glue,
-    sparse_average_ratio_limit,
-)
-from .side_claims import dimension_gap_replication, dimension_sweep, temperature_constants, temperature_sweep
+from . import config, design, figures, headers, ledger, replications, runners, side_claims
+from .config import *  # noqa: F403
+from .design import *  # noqa: F403
+from .figures import *  # noqa: F403
+from .headers import *  # noqa: F403
+from .ledger import *  # noqa: F403
+from .replications import *  # noqa: F403
+from .runners import *  # noqa: F403
+from .side_claims import *  # noqa: F403
 
-__all__ = ["alignment", "replication_table", "join_words", "PILOTS", "REPLICATION_SEED", "replication_taus", "aligned_concentration", "replication_design", "seeds_for_power", "ledger_dimension_replication",
-           "ledger_temperature_replication", "resolved_taus", "dimension_gap_replication", "HEADERS", "PERTURBATIONS", "SIZES", "STEM", "ContinuitySetup", "SideClaimsSetup", "dimension_sweep",
-           "fig_dimension_sweep", "fig_temperature_sweep", "ledger_dimension", "ledger_temperature",
-           "temperature_constants", "temperature_sweep", "complexity_glue", "complexity_table", "crossover_k",
-           "embedding_segments", "exercise_numbers", "expected_max_norm", "fig_continuity_ratios", "fig_idea",
-           "fig_lipschitz_vs_k", "fig_rademacher_sweeps", "ledger_lipschitz", "ledger_perturbations",
-           "ledger_rademacher", "ledger_segments", "lipschitz_check", "lipschitz_constants", "lipschitz_predictions",
-           "perturbations", "rademacher_configs", "rademacher_estimates", "radius_exercise", "radius_glue", "setup",
-           "sparse_average_ratio_limit"]
+#: Every public name of the chapter's modules (each module's ``__all__``), and the re-exports above.
+__all__ = [
+    *config.__all__,
+    *design.__all__,
+    *figures.__all__,
+    *headers.__all__,
+    *ledger.__all__,
+    *replications.__all__,
+    *runners.__all__,
+    *side_claims.__all__,
+    "join_words",
+]

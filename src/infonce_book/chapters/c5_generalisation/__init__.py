@@ -20,81 +20,45 @@ The PAC-Bayes machinery (Gaussian posteriors around the trained parameters) is l
 """
 
 from ...learning.pacbayes import POSTERIOR_RATIOS, PRIOR_SCALES, canonical_mean
-from .config import SIZES, STEM, GeneralisationSetup, setup
-from .constants import (
-    exercise_numbers,
-    gaussian_ratio_moments,
-    oracle_values,
-    search_bias_glue,
-    sharp_informative_n,
-    smallest_n_below,
-    vmf_ratio_moments,
-    vmf_search_constant,
+from . import (
+    config,
+    constants,
+    figures,
+    gap_sweep,
+    headers,
+    ledger,
+    prose,
+    runners,
+    search_check,
+    tables,
+    theorem1_n,
 )
-from .figures import (
-    fig_bounds_vs_n,
-    fig_certificates_vs_k,
-    fig_direct_slack,
-    fig_gap_vs_k,
-    fig_gap_vs_n,
-    fig_idea,
-    fig_theorem1_terms,
-)
-from .gap_sweep import gap_k_sweep, ledger_gap_sweep, per_seed_slopes
-from .headers import HEADERS
-from .ledger import ledger_bound, ledger_gap
-from .prose import (
-    cv_ratio_sentence,
-    direct_target_sentence,
-    gap_glue,
-    gap_sweep_sentence,
-    informative_glue,
-    informative_sentence,
-    k_sweep_sentence,
-    minus_signs,
-    oracle_sentence,
-    other_temperature_sentence,
-    seeds_needed_sentence,
-    signed_texts,
-    target_sentence,
-)
-from .runners import cells, grid, train_cell
-from .search_check import PROFILES, ledger_search_correction, search_correction_check
-from .tables import (
-    BOUNDS,
-    MEASURED,
-    below_cap_n,
-    bound_summary,
-    certificate_table,
-    direct_slack_table,
-    direct_table,
-    gap_summary,
-    gap_table,
-    headline_table,
-    informative_n,
-    informative_table,
-    k_sweep_table,
-    search_bias_table,
-    search_check_table,
-    slack_table,
-    theorem1_n_table,
-)
-from .theorem1_n import ledger_theorem1_n, theorem1_against_n
+from .config import *  # noqa: F403
+from .constants import *  # noqa: F403
+from .figures import *  # noqa: F403
+from .gap_sweep import *  # noqa: F403
+from .headers import *  # noqa: F403
+from .ledger import *  # noqa: F403
+from .prose import *  # noqa: F403
+from .runners import *  # noqa: F403
+from .search_check import *  # noqa: F403
+from .tables import *  # noqa: F403
+from .theorem1_n import *  # noqa: F403
 
-__all__ = ["HEADERS", "theorem1_against_n", "ledger_theorem1_n",
-           "STEM", "SIZES", "GeneralisationSetup", "setup",
-           "PRIOR_SCALES", "POSTERIOR_RATIOS", "canonical_mean",
-           "vmf_search_constant", "vmf_ratio_moments", "gaussian_ratio_moments", "smallest_n_below",
-           "exercise_numbers",
-           "cells", "train_cell", "grid",
-           "BOUNDS", "MEASURED", "bound_summary", "informative_n", "below_cap_n", "gap_summary", "gap_table",
-           "headline_table", "certificate_table", "slack_table", "k_sweep_table", "oracle_values",
-           "gap_k_sweep", "ledger_gap_sweep", "per_seed_slopes", "PROFILES", "search_correction_check",
-           "ledger_search_correction",
-           "ledger_bound", "ledger_gap",
-           "informative_glue", "informative_sentence", "gap_glue", "other_temperature_sentence", "k_sweep_sentence",
-           "gap_sweep_sentence", "seeds_needed_sentence", "oracle_sentence", "target_sentence", "informative_table", "search_bias_table",
-           "search_check_table", "search_bias_glue", "sharp_informative_n",
-           "fig_bounds_vs_n", "fig_certificates_vs_k", "fig_gap_vs_k", "fig_theorem1_terms",
-           "fig_gap_vs_n", "fig_idea", "cv_ratio_sentence", "direct_target_sentence", "signed_texts", "minus_signs", "fig_direct_slack", "direct_table",
-           "direct_slack_table", "theorem1_n_table"]
+#: Every public name of the chapter's modules (each module's ``__all__``), and the re-exports above.
+__all__ = [
+    *config.__all__,
+    *constants.__all__,
+    *figures.__all__,
+    *gap_sweep.__all__,
+    *headers.__all__,
+    *ledger.__all__,
+    *prose.__all__,
+    *runners.__all__,
+    *search_check.__all__,
+    *tables.__all__,
+    *theorem1_n.__all__,
+    "POSTERIOR_RATIOS",
+    "PRIOR_SCALES",
+    "canonical_mean",
+]

@@ -21,55 +21,24 @@ and its tests.
 
 from ...learning.embeddings import SphereMLP
 from ...theory.stats import seeds_needed
-from .config import SIZES, STEM, DigitsSetup, setup
-from .figures import fig_idea, fig_kl, fig_rate, fig_search, fig_training, fig_trends, fig_view
-from .glue import (
-    describe,
-    exercise_numbers,
-    false_negative_summary,
-    needed_negatives,
-    training_numbers,
-    training_summary,
-)
-from .headers import HEADERS
-from .ledger import (
-    ledger_certificates,
-    ledger_counts,
-    ledger_gap,
-    ledger_kl,
-    ledger_kls,
-    ledger_rate,
-    ledger_rates,
-)
-from .prose import certificate_text, kl_ratio_text, learned_embeddings_phrase, one_temperature_note, verdict_summary
-from .runners import (
-    embedding_from_state,
-    evaluate_embeddings,
-    false_negative_bias,
-    heldout_certificates,
-    learned_kl,
-    learned_rate,
-    member_state,
-    train_embeddings,
-    view,
-)
+from . import config, figures, glue, headers, ledger, prose, runners
+from .config import *  # noqa: F403
+from .figures import *  # noqa: F403
+from .glue import *  # noqa: F403
+from .headers import *  # noqa: F403
+from .ledger import *  # noqa: F403
+from .prose import *  # noqa: F403
+from .runners import *  # noqa: F403
 
+#: Every public name of the chapter's modules (each module's ``__all__``), and the re-exports above.
 __all__ = [
-    "HEADERS",
-    # set-up
-    "STEM", "SIZES", "setup", "DigitsSetup",
-    # runners
-    "train_embeddings", "evaluate_embeddings", "heldout_certificates", "member_state", "embedding_from_state",
-    "learned_rate", "learned_kl", "false_negative_bias", "view",
-    # ledger records
-    "ledger_gap", "ledger_rate", "ledger_rates", "ledger_kl", "ledger_kls", "ledger_counts",
-    "ledger_certificates",
-    # the page's numbers and sentences
-    "describe", "training_numbers", "training_summary", "needed_negatives", "exercise_numbers",
-    "false_negative_summary", "one_temperature_note", "learned_embeddings_phrase", "verdict_summary",
-    "kl_ratio_text", "certificate_text",
-    # figures
-    "fig_training", "fig_trends", "fig_rate", "fig_search", "fig_kl", "fig_view", "fig_idea",
-    # re-exported
-    "seeds_needed", "SphereMLP",
+    *config.__all__,
+    *figures.__all__,
+    *glue.__all__,
+    *headers.__all__,
+    *ledger.__all__,
+    *prose.__all__,
+    *runners.__all__,
+    "SphereMLP",
+    "seeds_needed",
 ]
