@@ -103,7 +103,6 @@ from ..utils.validation import check_bool, check_float_tensor
 from ._common import (
     ACCUMULATE_DTYPES,
     REDUCTIONS,
-    VARIANTS,
     accumulation_dtype,
     check_accumulate,
     check_batch,
@@ -126,6 +125,7 @@ from ._embedding import embedding_loss
 from ._logsumexp import RunningLogSumExp, centred_logits
 from ._norm_checks import check_unit_norm
 from ._similarity import similarity_loss
+from ._variant import VARIANTS
 
 __all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "info_nce", "info_nce_from_similarities",
            "info_nce_streaming"]

@@ -32,7 +32,6 @@ import torch
 
 from ..utils.validation import check_bool, check_float_tensor
 from ._common import (
-    Variant,
     accumulation_dtype,
     check_accumulate,
     check_chunk_size,
@@ -54,6 +53,7 @@ from ._gather import all_gather_with_grad, local_offset
 from ._labelled import masked_in_batch
 from ._norm_checks import check_unit_norm
 from ._pairwise import PairwiseInfoNCE, pairwise_tile
+from ._variant import Variant
 
 __all__ = ["info_nce_in_batch", "nt_xent"]
 
