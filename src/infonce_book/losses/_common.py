@@ -243,9 +243,10 @@ def inverse_temperature(tau: float, dtype: torch.dtype) -> float:
     return beta
 
 
-def check_finite_loss(lse: torch.Tensor, dtype: torch.dtype, tau: float) -> None:
+def check_finite_loss(lse: torch.Tensor, dtype: torch.dtype, tau: float | None) -> None:
     """Raise OverflowError unless every per-row loss is finite (nothing checked, nothing read,
-    without value checks: :func:`values_checked`).
+    without value checks: :func:`values_checked`; ``tau``, for the message, is None only then: a
+    tensor tau not read).
 
     The inputs are checked finite and ``1/tau`` representable before, so a loss that is not
     finite means that it (or the logits it is made of) lies beyond the range of ``dtype``: that
@@ -365,7 +366,7 @@ def reduce(loss: torch.Tensor, reduction: str) -> torch.Tensor:
     return loss
 
 
-def finite_loss(lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: float) -> torch.Tensor:
+def finite_loss(lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: float | None) -> torch.Tensor:
     """The reduced loss of the per-row losses ``lse``, raising OverflowError unless it is
     finite: rows beyond the range of ``dtype``, or a sum beyond it. A mean whose sum overflows
     although every row is finite is formed from the rows divided by B first (its true value is
@@ -375,7 +376,7 @@ def finite_loss(lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: floa
     return out if reduction == "none" else finite_reduction(out, lse, reduction, dtype, tau)
 
 
-def finite_reduction(out: torch.Tensor, lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: float, *,
+def finite_reduction(out: torch.Tensor, lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: float | None, *,
                      known_finite: bool | None = None) -> torch.Tensor:
     """``out`` (the mean or sum of finite rows ``lse``) if it is finite (``known_finite``: that
     is already known, or None to check); otherwise the mean formed without overflow, or an

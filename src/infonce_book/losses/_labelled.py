@@ -5,7 +5,7 @@ the row-tiled kernel :mod:`._masked`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, overload
 
 import torch
 
@@ -30,6 +30,10 @@ from ._variant import Variant
 __all__ = ["check_extra_negatives", "check_labels", "gather_labels", "masked_in_batch", "scaled_anchors"]
 
 
+@overload
+def check_labels(labels: Any, B: int, device: torch.device, required: Literal[True]) -> torch.Tensor: ...
+@overload
+def check_labels(labels: Any, B: int, device: torch.device, required: bool = False) -> torch.Tensor | None: ...
 def check_labels(labels: Any, B: int, device: torch.device, required: bool = False) -> torch.Tensor | None:
     """``labels`` checked: None (unless ``required``) or an integer tensor of shape (B,) on ``device``."""
     if labels is None:
