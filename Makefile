@@ -16,14 +16,14 @@ TORCH ?= cpu
 TORCH_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: book book-students pdf pdf-students timings test test-fast lint typecheck _test-fast-part _test-book-part smoke chapter install browser-deps tex-deps gpu-wheels gpu-check-rehearse clean help typecheck-losses
+.PHONY: book book-students pdf pdf-students timings test test-fast lint typecheck _test-fast-part _test-book-part smoke chapter install browser-deps tex-deps gpu-wheels gpu-check-rehearse clean help
 
 help:
 	@echo "make book   - execute every chapter (profile=$(PROFILE)) and build _build/html"
 	@echo "make test   - lint (ruff), typecheck (mypy) and the whole test suite: the fast and slow tests, and the"
 	@echo "              tests on one smoke build of the book (the GPU rehearsal included; markers book, rehearsal, browser)"
 	@echo "make test-fast - lint, typecheck and every test but the slow and whole-book ones, on TEST_JOBS=$(TEST_JOBS) workers"
-	@echo "make typecheck - mypy over the library's typed packages (pyproject.toml [tool.mypy])"
+	@echo "make typecheck - mypy over the library's typed packages, losses/ strictly (pyproject.toml [tool.mypy])"
 	@echo "make smoke  - build the book at the smoke profile (minutes on 2 cores)"
 	@echo "make book-students - the student edition (no solutions) in _build/html-students"
 	@echo "make pdf    - the book, then _build/pdf/: book.pdf, appendix.pdf, one PDF per chapter, typeset by LaTeX (PAPER=$(PAPER))"
@@ -127,7 +127,8 @@ BOOK_TIMEOUT ?= 1800
 NOT_BOOK := not book and not rehearsal and not browser
 FAST_TESTS := $(NOT_BOOK) and not slow
 
-# mypy over the packages library users import (configuration and scope: pyproject.toml [tool.mypy]).
+# mypy over the packages library users import, losses/ with the flags of mypy --strict
+# (configuration and scope: pyproject.toml [tool.mypy]).
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
@@ -152,8 +153,3 @@ _test-book-part:
 
 clean:
 	rm -rf _build
-
-# mypy --strict on the loss package (not yet part of `make test`: the private
-# kernels still lack annotations). Needs mypy in the venv (pip install mypy).
-typecheck-losses: $(VENV)/.installed
-	$(BIN)/mypy --strict --follow-imports=silent src/infonce_book/losses

@@ -52,7 +52,8 @@ is an ordinary DDP parameter. For :func:`info_nce` with explicit negatives, gath
 ``info_nce(a, p, gather_with_grad(n), tau)``.
 """
 
-from ._common import ACCUMULATE_DTYPES, REDUCTIONS, VARIANTS
+from ._common import ACCUMULATE_DTYPES, REDUCTIONS
+from ._variant import VARIANTS
 from .distributed import gather_with_grad
 from .explicit import info_nce, info_nce_from_similarities, info_nce_streaming
 from .in_batch import info_nce_in_batch, nt_xent

@@ -22,7 +22,7 @@ import itertools
 import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import torch
 
@@ -79,10 +79,10 @@ def _device_type(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     return None
 
 
-def checks_wanted(check_values: bool | None) -> bool:
+def checks_wanted(check_values: object) -> bool:
     """Whether value checks run for ``check_values``: True or False as given; None (the default)
     is True in eager mode and False while ``torch.compile`` traces the call, where every value
-    read on the host would break the graph (the compile-friendly default)."""
+    read on the host would break the graph (the compile-friendly default). Anything else: TypeError."""
     if check_values is None:
         return not torch.compiler.is_compiling()
     return check_bool(check_values, "check_values")
@@ -243,9 +243,10 @@ def inverse_temperature(tau: float, dtype: torch.dtype) -> float:
     return beta
 
 
-def check_finite_loss(lse: torch.Tensor, dtype: torch.dtype, tau: float) -> None:
+def check_finite_loss(lse: torch.Tensor, dtype: torch.dtype, tau: float | None) -> None:
     """Raise OverflowError unless every per-row loss is finite (nothing checked, nothing read,
-    without value checks: :func:`values_checked`).
+    without value checks: :func:`values_checked`; ``tau``, for the message, is None only then: a
+    tensor tau not read).
 
     The inputs are checked finite and ``1/tau`` representable before, so a loss that is not
     finite means that it (or the logits it is made of) lies beyond the range of ``dtype``: that
@@ -273,7 +274,7 @@ def check_accumulate(accumulate: Any, device: torch.device) -> torch.dtype | Non
     if accumulate == torch.float64 and device.type == "mps":
         raise ValueError("accumulate=torch.float64 is not available on the MPS device (it has no float64); "
                          "use accumulate=None or torch.float32")
-    return accumulate
+    return cast(torch.dtype, accumulate)  # (one of ACCUMULATE_DTYPES)
 
 
 #: The dtypes of the opt-in low-precision scoring (``score_dtype``).
@@ -286,7 +287,7 @@ def check_score_dtype(score_dtype: Any) -> torch.dtype | None:
     everything after in the accumulation dtype)."""
     if score_dtype is not None and score_dtype not in SCORE_DTYPES:
         raise ValueError(f"score_dtype must be None, torch.bfloat16 or torch.float16, got score_dtype={score_dtype!r}")
-    return score_dtype
+    return cast("torch.dtype | None", score_dtype)  # (None or one of SCORE_DTYPES)
 
 
 def check_options(variant: Any, reduction: Any, chunk_size: Any = None) -> int | None:
@@ -334,15 +335,19 @@ class _ZeroLoss(torch.autograd.Function):
     """``rows`` zeros of ``dtype``, with a zero gradient (exactly) for every input."""
 
     @staticmethod
-    def forward(ctx, rows, dtype, *inputs):
+    def forward(ctx: Any, rows: int, dtype: torch.dtype, *inputs: torch.Tensor) -> torch.Tensor:
         ctx.specs = [(x.shape, x.dtype, x.device) for x in inputs]
         return torch.zeros(rows, dtype=dtype, device=inputs[0].device)
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         needs = ctx.needs_input_grad[2:]
         return (None, None, *(torch.zeros(shape, dtype=dt, device=dev) if need else None
                               for (shape, dt, dev), need in zip(ctx.specs, needs)))
+
+    if TYPE_CHECKING:  # (torch leaves Function.apply unannotated: its signature here, for the callers)
+        @classmethod
+        def apply(cls, rows: int, dtype: torch.dtype, *inputs: torch.Tensor) -> torch.Tensor: ...
 
 
 def zero_loss(rows: int, dtype: torch.dtype, reduction: str, *inputs: Any) -> torch.Tensor:
@@ -361,7 +366,7 @@ def reduce(loss: torch.Tensor, reduction: str) -> torch.Tensor:
     return loss
 
 
-def finite_loss(lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: float) -> torch.Tensor:
+def finite_loss(lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: float | None) -> torch.Tensor:
     """The reduced loss of the per-row losses ``lse``, raising OverflowError unless it is
     finite: rows beyond the range of ``dtype``, or a sum beyond it. A mean whose sum overflows
     although every row is finite is formed from the rows divided by B first (its true value is
@@ -371,7 +376,7 @@ def finite_loss(lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: floa
     return out if reduction == "none" else finite_reduction(out, lse, reduction, dtype, tau)
 
 
-def finite_reduction(out: torch.Tensor, lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: float, *,
+def finite_reduction(out: torch.Tensor, lse: torch.Tensor, reduction: str, dtype: torch.dtype, tau: float | None, *,
                      known_finite: bool | None = None) -> torch.Tensor:
     """``out`` (the mean or sum of finite rows ``lse``) if it is finite (``known_finite``: that
     is already known, or None to check); otherwise the mean formed without overflow, or an

@@ -5,6 +5,8 @@ and the in-batch forms: the fused kernel (:mod:`._fused`) for small problems, th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from ._chunked import InfoNCEFromEmbeddings
@@ -12,12 +14,16 @@ from ._common import chunk_bounds, finite_loss, inverse_temperature, reduce, use
 from ._fused import FusedInfoNCE
 from ._logsumexp import combine_stretched, embedding_lse_plain, safe_reduce
 from ._norm_checks import norm_range, raise_unless_checks_pass
+from ._variant import Variant
 
 __all__ = ["embedding_loss"]
 
 
-def embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant, chunk_size, dtype,
-                   reduction, unit_norm=(), check_negatives_norm=False, exclude=None, stretch=None):
+def embedding_loss(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor, tau_value: float,
+                   tau_tensor: torch.Tensor | None, variant: Variant, chunk_size: int | None, dtype: torch.dtype,
+                   reduction: str, unit_norm: Sequence[tuple[torch.Tensor, str]] = (),
+                   check_negatives_norm: bool = False, exclude: torch.Tensor | None = None,
+                   stretch: torch.Tensor | None = None) -> torch.Tensor:
     """The reduced loss from embeddings whose shapes are validated: the fused path for small
     problems (:class:`._fused.FusedInfoNCE`), the chunked custom autograd function otherwise.
 
@@ -51,6 +57,7 @@ def embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant, 
                                       stretch, parts)
     if not parts:
         return finite_loss(lse, reduction, dtype, tau_value)
+    assert stretch is not None  # (parts)
     loss, base, top = (lse[:, i].contiguous() for i in range(3))
     return combine_stretched(finite_loss(loss, reduction, dtype, tau_value), lambda x: safe_reduce(x, reduction),
                              base, top, stretch)

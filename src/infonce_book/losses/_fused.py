@@ -7,12 +7,16 @@ cost per call is what matters at that size. Numerics: module docstring of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import torch
 
 from ._backward import differentiable_backward, grad_like
 from ._common import autocast_enabled, check_finite_loss, finite_reduction, reduce, values_checked
 from ._logsumexp import combine_stretched, embedding_lse_plain, finite_shift, safe_reduce, stretched
 from ._norm_checks import norm_range, raise_unless_checks_pass
+from ._variant import Variant
 
 __all__ = ["FusedInfoNCE"]
 
@@ -48,8 +52,10 @@ class FusedInfoNCE(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, anchor, positive, negatives, tau_tensor, tau, variant, dtype, exclude, reduction,
-                checks, stretch=None):
+    def forward(ctx: Any, anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor,
+                tau_tensor: torch.Tensor | None, tau: float, variant: Variant, dtype: torch.dtype,
+                exclude: torch.Tensor | None, reduction: str, checks: Sequence[tuple[torch.Tensor, str]],
+                stretch: torch.Tensor | None = None) -> torch.Tensor:
         lohi = norm_range([x for x, _ in checks]) if checks else ()
         beta = 1.0 / tau
         a, n = _as(anchor, dtype), _as(negatives, dtype)
@@ -62,7 +68,7 @@ class FusedInfoNCE(torch.autograd.Function):
         if exclude is not None:
             z.scatter_(1, exclude, _NEG_INF)
         q = torch.softmax(z, dim=-1)
-        top = None
+        top: torch.Tensor | None = None
         if stretch is None:
             lse = z.amax(dim=-1, keepdim=True).sub_(q.amax(dim=-1, keepdim=True).log_())  # log sum_j e^{z_ij}
         else:  # a logit_scale past its cap: the rest applied to each row (_logsumexp.stretched)
@@ -76,6 +82,7 @@ class FusedInfoNCE(torch.autograd.Function):
         if reduction == "mean" and not values_checked():  # (nothing read: a mean whose sum overflows, on the device)
             out = torch.where(torch.isfinite(out), out, (rows / rows.numel()).sum())
         if top is not None and variant.linear_rows and reduction != "none":  # (rows may be +inf and -inf)
+            assert stretch is not None  # (top is set with it)
             out = combine_stretched(out, lambda x: safe_reduce(x, reduction), base, top, stretch)
         if not raise_unless_checks_pass(checks, lohi, out):  # rows beyond the range (an error), or a mean
             rows = rows.view(-1)                               # whose sum overflows
@@ -90,13 +97,14 @@ class FusedInfoNCE(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         anchor, positive, negatives, q, lse, s_pos, tau_tensor, stretch, top = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
             tau, dtype, variant, exclude, reduction = (ctx.tau, ctx.dtype, ctx.variant,
                                                                 ctx.exclude, ctx.reduction)
 
-            def recompute(a_, p_, n_, t_, st_):
+            def recompute(a_: torch.Tensor, p_: torch.Tensor, n_: torch.Tensor, t_: torch.Tensor | None,
+                          st_: torch.Tensor | None) -> torch.Tensor:
                 lse = embedding_lse_plain(a_, p_, n_, tau if t_ is None else t_, variant, dtype, exclude,
                                           st_)
                 return reduce(lse, reduction)
@@ -109,11 +117,20 @@ class FusedInfoNCE(torch.autograd.Function):
                 return _fused_backward(ctx, grad, anchor, positive, negatives, q, lse, s_pos, stretch, top)
         return _fused_backward(ctx, grad, anchor, positive, negatives, q, lse, s_pos, stretch, top)
 
+    if TYPE_CHECKING:  # (torch leaves Function.apply unannotated: its signature here, for the callers)
+        @classmethod
+        def apply(cls, anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor,
+                  tau_tensor: torch.Tensor | None, tau: float, variant: Variant, dtype: torch.dtype,
+                  exclude: torch.Tensor | None, reduction: str, checks: Sequence[tuple[torch.Tensor, str]],
+                  stretch: torch.Tensor | None = None) -> torch.Tensor: ...
+
 
 _TAIL6 = (None,) * 6
 
 
-def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos, stretch=None, top=None):
+def _fused_backward(ctx: Any, g: torch.Tensor, anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor,
+                    q: torch.Tensor, lse: torch.Tensor | None, s_pos: torch.Tensor, stretch: torch.Tensor | None = None,
+                    top: torch.Tensor | None = None) -> tuple[torch.Tensor | None, ...]:
     """The first derivatives of :class:`FusedInfoNCE` (its docstring has the formulas), as the
     eleven outputs of its backward pass. With a ``stretch`` (:func:`._logsumexp.stretched`) the
     gradients are multiplied by it, last (the saturated weights are those of the larger scale), and
@@ -127,12 +144,16 @@ def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos, stretch=
     c = -beta / q.shape[0] if ctx.reduction == "mean" else -beta
     # -f = (c s) g, (B, 1); s = sigmoid(l) (standard) or 1 (decoupled: every row's weights sum to 1)
     neg_f = ctx.variant.row_factor_fused(lse, g, c, _zero(dtype, q.device), q.shape[0])
-    grad_stretch = None
+    grad_stretch: torch.Tensor | None = None
     if stretch is not None and ctx.needs_input_grad[-1]:
+        assert top is not None  # (saved with stretch)
         grad_stretch = (-(neg_f * top).sum() * ctx.tau).reshape(())
     shared = negatives.dim() == 2
     a, n = _as(anchor, dtype), _as(negatives, dtype)
-    grad_a = grad_p = grad_n = grad_tau = None
+    grad_a: torch.Tensor | None = None
+    grad_p: torch.Tensor | None = None
+    grad_n: torch.Tensor | None = None
+    grad_tau: torch.Tensor | None = None
     if need_a or need_tau:
         # p_i - sum_j q_ij n_j, in one matrix multiply
         p = _as(positive, dtype)
@@ -156,10 +177,10 @@ def _fused_backward(ctx, g, anchor, positive, negatives, q, lse, s_pos, stretch=
             None, None, None, None, None, None, grad_stretch)
 
 
-_ZEROS = {}
+_ZEROS: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
 
 
-def _zero(dtype, device):
+def _zero(dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """A cached 0-d zero (the ``input`` of ``torch.addcmul``)."""
     key = (dtype, device)
     zero = _ZEROS.get(key)
@@ -168,5 +189,5 @@ def _zero(dtype, device):
     return zero
 
 
-def _as(x, dtype):
+def _as(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return x if x.dtype == dtype else x.to(dtype)

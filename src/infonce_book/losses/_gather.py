@@ -7,6 +7,9 @@ of the gradients with respect to its own slice (module docstring of
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
 import torch
 
 from ..utils.validation import check_float_tensor
@@ -18,7 +21,8 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _MAX_DIM = 8
 
 
-def _dist():
+def _dist() -> ModuleType:
+    """``torch.distributed``, checked to be available and initialised."""
     import torch.distributed as dist  # optional: some torch builds lack it; checked below
 
     if not dist.is_available():
@@ -33,7 +37,7 @@ class _AllGather(torch.autograd.Function):
     """``cat(x_0, ..., x_{W-1})`` on every process; backward: :class:`_SumOwnSlice`."""
 
     @staticmethod
-    def forward(ctx, x, group):
+    def forward(ctx: Any, x: torch.Tensor, group: Any) -> torch.Tensor:
         dist = _dist()
         world = dist.get_world_size(group)
         parts = [torch.empty_like(x) for _ in range(world)]
@@ -42,8 +46,12 @@ class _AllGather(torch.autograd.Function):
         return torch.cat(parts)
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         return _SumOwnSlice.apply(grad.contiguous(), ctx.group), None
+
+    if TYPE_CHECKING:  # (torch leaves Function.apply unannotated: its signature here, for the callers)
+        @classmethod
+        def apply(cls, x: torch.Tensor, group: Any) -> torch.Tensor: ...
 
 
 class _SumOwnSlice(torch.autograd.Function):
@@ -52,7 +60,7 @@ class _SumOwnSlice(torch.autograd.Function):
     other's adjoint, so second derivatives through the gather are right too."""
 
     @staticmethod
-    def forward(ctx, g, group):
+    def forward(ctx: Any, g: torch.Tensor, group: Any) -> torch.Tensor:
         dist = _dist()
         world, rank = dist.get_world_size(group), dist.get_rank(group)
         total = g.clone()
@@ -62,11 +70,15 @@ class _SumOwnSlice(torch.autograd.Function):
         return total[rank * n:(rank + 1) * n].clone()
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         return _AllGather.apply(grad.contiguous(), ctx.group), None
 
+    if TYPE_CHECKING:  # (torch leaves Function.apply unannotated: its signature here, for the callers)
+        @classmethod
+        def apply(cls, g: torch.Tensor, group: Any) -> torch.Tensor: ...
 
-def all_gather_with_grad(x, group=None):
+
+def all_gather_with_grad(x: torch.Tensor, group: Any = None) -> torch.Tensor:
     """``cat(x_0, ..., x_{W-1})`` over the processes of ``group``, differentiably; the checks and
     errors of :func:`infonce_book.losses.gather_with_grad`, which documents it. Inside a loss
     called with ``check_values=False`` (:func:`._common.values_checked`) the processes' shapes
@@ -78,15 +90,15 @@ def all_gather_with_grad(x, group=None):
                          f"got shape {tuple(x.shape)}")
     if not values_checked():
         return _AllGather.apply(x.contiguous(), group)
-    world = dist.get_world_size(group)
+    world: int = dist.get_world_size(group)
     # Shapes and dtypes first, in a fixed-size message, so that a mismatch is an error on every
     # process rather than a hang or garbage in the gather itself.
     code = [_DTYPES.index(x.dtype) if x.dtype in _DTYPES else -1, x.dim(), *x.shape]
     code += [0] * (2 + _MAX_DIM - len(code))
     mine = torch.tensor(code, dtype=torch.int64, device=x.device)
-    codes = [torch.empty_like(mine) for _ in range(world)]
-    dist.all_gather(codes, mine, group=group)
-    codes = [c.tolist() for c in codes]
+    gathered = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(gathered, mine, group=group)
+    codes = [c.tolist() for c in gathered]
     if any(c != codes[0] for c in codes) or codes[0][0] < 0:
         described = ", ".join(
             f"process {r}: shape {tuple(c[2:2 + c[1]])}, dtype {_DTYPES[c[0]] if c[0] >= 0 else 'other'}"
@@ -96,6 +108,7 @@ def all_gather_with_grad(x, group=None):
     return _AllGather.apply(x.contiguous(), group)
 
 
-def local_offset(n: int, group=None) -> int:
+def local_offset(n: int, group: Any = None) -> int:
     """The first row of this process's slice in a gathered tensor of slices of ``n`` rows."""
-    return _dist().get_rank(group) * n
+    rank: int = _dist().get_rank(group)
+    return rank * n

@@ -5,7 +5,7 @@ the row-tiled kernel :mod:`._masked`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, overload
 
 import torch
 
@@ -25,10 +25,15 @@ from ._logsumexp import combine_stretched, safe_reduce
 from ._masked import single_positive_rows, supcon_rows, symmetric_label_rows
 from ._norm_checks import check_unit_norm
 from ._pairwise import pairwise_tile
+from ._variant import Variant
 
 __all__ = ["check_extra_negatives", "check_labels", "gather_labels", "masked_in_batch", "scaled_anchors"]
 
 
+@overload
+def check_labels(labels: Any, B: int, device: torch.device, required: Literal[True]) -> torch.Tensor: ...
+@overload
+def check_labels(labels: Any, B: int, device: torch.device, required: bool = False) -> torch.Tensor | None: ...
 def check_labels(labels: Any, B: int, device: torch.device, required: bool = False) -> torch.Tensor | None:
     """``labels`` checked: None (unless ``required``) or an integer tensor of shape (B,) on ``device``."""
     if labels is None:
@@ -51,12 +56,13 @@ def check_extra_negatives(negatives: Any, B: int, d: int) -> torch.Tensor | None
     if negatives is None:
         return None
     check_float_tensor(negatives, "negatives", finite=False)
-    if negatives.dim() == 2 and negatives.shape[1] == d:
-        return negatives
-    if negatives.dim() == 3 and negatives.shape[0] == B and negatives.shape[2] == d:
-        return negatives
+    n: torch.Tensor = negatives  # (a floating-point tensor: checked)
+    if n.dim() == 2 and n.shape[1] == d:
+        return n
+    if n.dim() == 3 and n.shape[0] == B and n.shape[2] == d:
+        return n
     raise ValueError(f"negatives (extra hard negatives) must have shape (k, d) = (k, {d}), shared by every "
-                     f"anchor, or (B, k, d) = ({B}, k, {d}), one set per pair; got shape {tuple(negatives.shape)}")
+                     f"anchor, or (B, k, d) = ({B}, k, {d}), one set per pair; got shape {tuple(n.shape)}")
 
 
 def gather_labels(labels: torch.Tensor, group: Any) -> torch.Tensor:
@@ -84,7 +90,7 @@ def scaled_anchors(x: torch.Tensor, tau_value: float | None, tau_tensor: torch.T
 
 def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, negatives: Any,
                     tau_value: float | None, tau_tensor: torch.Tensor | None, scale: torch.Tensor | None, *,
-                    symmetric: bool, variant: str, reduction: str, chunk_size: int | None, require_unit_norm: bool,
+                    symmetric: bool, variant: Variant, reduction: str, chunk_size: int | None, require_unit_norm: bool,
                     accumulate: torch.dtype | None, gather: bool, group: Any,
                     score_dtype: torch.dtype | None = None) -> torch.Tensor:
     """CLIP's (``form="clip"``) or NT-Xent's (``"nt_xent"``) loss with ``labels`` (candidates of
@@ -139,7 +145,7 @@ def masked_in_batch(form: str, z1: torch.Tensor, z2: torch.Tensor, labels: Any, 
         cands, offset, cand_labels = views, 0, view_labels
         if gather:
             cands, offset = all_gather_with_grad(views, group), local_offset(n, group)
-            cand_labels = None if labels is None else gather_labels(view_labels, group)
+            cand_labels = None if view_labels is None else gather_labels(view_labels, group)
         own = torch.arange(n, device=z1.device)
         extra = None
         if negatives is not None:
@@ -168,7 +174,7 @@ def _reduce_labelled(rows: torch.Tensor, reduction: str, dtype: torch.dtype, tau
     return combine_stretched(out, lambda x: safe_reduce(x, reduction), base, top, stretch)
 
 
-def _no_negative(rows: torch.Tensor, variant: str, checked: bool) -> None:
+def _no_negative(rows: torch.Tensor, variant: Variant, checked: bool) -> None:
     """ValueError where a decoupled row has no negative left (its loss ``log 0``): every candidate
     shares its label, or the batch has one pair."""
     if rows.dim() == 2:  # (n, 3) parts: the loss is the first column

@@ -12,6 +12,9 @@ differentiable to any order), a running one differentiable by autograd
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import torch
 
 from ._variant import Variant
@@ -34,27 +37,32 @@ class _ScaleByTemperature(torch.autograd.Function):
     The backward pass is made of differentiable operations, so second derivatives are right."""
 
     @staticmethod
-    def forward(ctx, x, tau, divide):
+    def forward(ctx: Any, x: torch.Tensor, tau: torch.Tensor, divide: bool) -> torch.Tensor:
         ctx.save_for_backward(x, tau)
         return x / tau if divide else x * tau.reciprocal()
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None]:
         x, tau = ctx.saved_tensors
         beta = tau.reciprocal()
         grad_x = g * beta if ctx.needs_input_grad[0] else None
         grad_tau = -(((g * x).sum() * beta) * beta) if ctx.needs_input_grad[1] else None
         return grad_x, grad_tau, None
 
+    if TYPE_CHECKING:  # (torch leaves Function.apply unannotated: its signature here, for the callers)
+        @classmethod
+        def apply(cls, x: torch.Tensor, tau: torch.Tensor, divide: bool) -> torch.Tensor: ...
 
-def scale_by_temperature(x: torch.Tensor, tau, *, divide: bool) -> torch.Tensor:
+
+def scale_by_temperature(x: torch.Tensor, tau: float | torch.Tensor, *, divide: bool) -> torch.Tensor:
     """``x / tau`` or ``x * (1/tau)`` for a float or a 0-d tensor ``tau`` (cast to ``x.dtype``)."""
     if isinstance(tau, torch.Tensor):
         return _ScaleByTemperature.apply(x, tau.to(x.dtype), divide)
     return x / tau if divide else x * (1.0 / tau)
 
 
-def centred_logits(s_neg: torch.Tensor, s_pos: torch.Tensor, tau, dtype) -> torch.Tensor:
+def centred_logits(s_neg: torch.Tensor, s_pos: torch.Tensor, tau: float | torch.Tensor,
+                   dtype: torch.dtype) -> torch.Tensor:
     """``z = (s_neg - s_pos) / tau`` in ``dtype`` (``tau`` a float or a 0-d tensor).
 
     The difference and the division are formed in float64 (the difference of two float32
@@ -120,8 +128,8 @@ def safe_reduce(x: torch.Tensor, reduction: str) -> torch.Tensor:
     return x.sum() if reduction == "sum" else x
 
 
-def combine_stretched(out: torch.Tensor, combine, base: torch.Tensor, top: torch.Tensor,
-                      stretch: torch.Tensor) -> torch.Tensor:
+def combine_stretched(out: torch.Tensor, combine: Callable[[torch.Tensor], torch.Tensor], base: torch.Tensor,
+                      top: torch.Tensor, stretch: torch.Tensor) -> torch.Tensor:
     """``out`` (a linear ``combine`` -- a mean, a sum, the halves of two directions -- of decoupled
     rows :func:`stretched` from ``base`` with largest logits ``top``) where it is not NaN; where it is
     (rows that overflow to +inf and -inf: inf - inf), the same combination of the parts,
@@ -132,13 +140,16 @@ def combine_stretched(out: torch.Tensor, combine, base: torch.Tensor, top: torch
     return torch.where(torch.isnan(out), alt, out)
 
 
-def similarity_lse_plain(s_pos, s_neg, tau, variant, dtype):
+def similarity_lse_plain(s_pos: torch.Tensor, s_neg: torch.Tensor, tau: float | torch.Tensor, variant: Variant,
+                         dtype: torch.dtype) -> torch.Tensor:
     """Per-row loss from similarities ((B,) and (B, k)) with plain torch operations (any order of
     derivatives); ``tau`` a float or a 0-d tensor."""
     return lse_plain(centred_logits(s_neg, s_pos, tau, dtype), None, variant)
 
 
-def embedding_lse_plain(anchor, positive, negatives, tau, variant, dtype, exclude=None, stretch=None):
+def embedding_lse_plain(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor,
+                        tau: float | torch.Tensor, variant: Variant, dtype: torch.dtype,
+                        exclude: torch.Tensor | None = None, stretch: torch.Tensor | None = None) -> torch.Tensor:
     """Per-row loss from embeddings with plain torch operations over the (B, k) logits (any order
     of derivatives); ``tau`` a float or a 0-d tensor; ``exclude``: (B, e) column indices into
     shared negatives left out of each row (their logit ``-inf``), or None."""
@@ -163,10 +174,10 @@ class RunningLogSumExp:
     arises when a finite logit comes later.
     """
 
-    def __init__(self, variant: Variant):
+    def __init__(self, variant: Variant) -> None:
         self.variant = variant
-        self.m = None
-        self.acc = None
+        self.m: torch.Tensor | None = None
+        self.acc: torch.Tensor | None = None
 
     def update(self, z: torch.Tensor) -> None:
         v = self.variant
@@ -177,11 +188,13 @@ class RunningLogSumExp:
         if self.acc is None:
             self.acc = term
         else:
+            assert self.m is not None  # (set with acc)
             alpha = v.rescale(torch.exp(v.shift_of(self.m) - shift), self.m)  # (0 where acc was 0)
             self.acc = self.acc * alpha + term
         self.m = new_m
 
     def value(self) -> torch.Tensor:
+        assert self.m is not None and self.acc is not None, "no chunk added"
         shift = self.variant.shift_of(self.m)
         return shift + self.variant.log_total(shift, self.acc)
 
@@ -199,13 +212,13 @@ class LogSumExpState:
 
     __slots__ = ("variant", "offset", "M", "acc")
 
-    def __init__(self, variant: Variant, offset: torch.Tensor | None = None):
+    def __init__(self, variant: Variant, offset: torch.Tensor | None = None) -> None:
         self.variant = variant
         self.offset = offset
-        self.M = None
-        self.acc = None
+        self.M: torch.Tensor | None = None
+        self.acc: torch.Tensor | None = None
 
-    def add(self, y: torch.Tensor):
+    def add(self, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Take in a (B, c) chunk. Returns ``(w, alpha)``: ``w`` is ``y`` overwritten by
         ``e^{y_j - M}`` with the new shift ``M``, and ``alpha = e^{M_old - M}`` (None for the
         first chunk) rescales any sum the caller keeps over earlier chunks."""
@@ -215,10 +228,11 @@ class LogSumExpState:
         shift = v.shift_of(new_M)
         w = y.sub_(shift.unsqueeze(-1)).exp_()
         term = w.sum(dim=-1)
-        alpha = None
+        alpha: torch.Tensor | None = None
         if self.acc is None:
             self.acc = term
         else:
+            assert self.M is not None  # (set with acc)
             alpha = v.rescale(torch.exp(v.shift_of(self.M) - shift), self.M)
             self.acc.mul_(alpha).add_(term)
         self.M = new_M
@@ -228,6 +242,7 @@ class LogSumExpState:
         """``(m, r)`` with ``lse = m + r``: the shift ``m`` (0 or a centred logit) and
         ``r = log(c e^{-m} + sum_j e^{z_j - m})``, kept apart so that the backward pass forms
         ``p_j = e^{(z_j - m) - r}`` without subtracting two large numbers."""
+        assert self.M is not None and self.acc is not None, "no chunk added"
         shift = self.variant.shift_of(self.M)
         m = shift if self.offset is None else shift - self.offset
         return m, self.variant.log_total(m, self.acc)

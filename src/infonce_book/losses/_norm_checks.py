@@ -7,6 +7,7 @@ and a failing check redone tensor by tensor for its message
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 
@@ -44,7 +45,7 @@ def raise_unless_unit_norm(worst: float, x: torch.Tensor, name: str) -> None:
         )
 
 
-def norm_range(tensors):
+def norm_range(tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """The smallest and largest row norm over ``tensors`` (a 0-d tensor each; no synchronisation;
     call without autograd, e.g. inside a custom function's forward pass)."""
     parts = [torch.linalg.vector_norm(x, dim=-1) for x in tensors]
@@ -55,7 +56,8 @@ def norm_range(tensors):
     return torch.aminmax(torch.cat(parts) if len(parts) > 1 else parts[0])
 
 
-def raise_unless_checks_pass(checks, lohi, out=None) -> bool:
+def raise_unless_checks_pass(checks: Sequence[tuple[torch.Tensor, str]], lohi: Sequence[torch.Tensor],
+                             out: torch.Tensor | None = None) -> bool:
     """Read the norm range ``lohi`` of the tensors in ``checks`` and the sum of ``out`` (or None)
     in one synchronisation; raise as :func:`check_unit_norm` (redone tensor by tensor for the
     message) where a norm check fails. Returns whether ``out`` is finite (True without ``out``).
@@ -76,7 +78,7 @@ def raise_unless_checks_pass(checks, lohi, out=None) -> bool:
     return out is None or math.isfinite(values[-1])
 
 
-def _read_floats(scalars):
+def _read_floats(scalars: Sequence[torch.Tensor]) -> list[float]:
     """The values of 0-d tensors as floats, in one synchronisation: one transfer of their stack
     on an accelerator; ``item()`` each on the CPU, where there is nothing to wait for and a
     stack would be one more tensor operation."""

@@ -25,6 +25,9 @@ differentiable (``create_graph``) goes through :func:`._logsumexp.embedding_lse_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import torch
 
 from ._backward import differentiable_backward
@@ -32,6 +35,7 @@ from ._common import autocast_off, check_finite_loss, finite_reduction, reduce, 
 from ._logsumexp import combine_stretched, embedding_lse_plain, finite_shift, safe_reduce, stretched
 from ._norm_checks import norm_range, raise_unless_checks_pass
 from ._tiled import tiled_backward, tiled_forward
+from ._variant import Variant
 
 __all__ = ["PAIRWISE_MAX_LOGITS", "PairwiseInfoNCE", "materialised_forward", "pairwise_tile"]
 
@@ -67,25 +71,36 @@ class PairwiseInfoNCE(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, A, C, tau_tensor, tau, pos, exclude, columns, variant, dtype, reduction, checks,
-                tile, score_dtype=None, stretch=None):
+    def forward(ctx: Any, A: torch.Tensor, C: torch.Tensor, tau_tensor: torch.Tensor | None, tau: float,
+                pos: torch.Tensor | None, exclude: torch.Tensor, columns: bool, variant: Variant, dtype: torch.dtype,
+                reduction: str, checks: Sequence[tuple[torch.Tensor, str]], tile: int,
+                score_dtype: torch.dtype | None = None, stretch: torch.Tensor | None = None) -> torch.Tensor:
         lohi = norm_range([x for x, _ in checks]) if checks else ()
         a_beta = _as(A, dtype) * (1.0 / tau)
         c = _as(C, dtype)
         keep = any(ctx.needs_input_grad[:3])
         # Opt-in low-precision scoring: the products in score_dtype, everything after in dtype.
         a_s, c_s = (a_beta, c) if score_dtype is None else (a_beta.to(score_dtype), c.to(score_dtype))
+        saved: tuple[torch.Tensor | None, ...]
         if tile >= A.shape[0]:
             r_rows, r_cols, saved, m_rows, m_cols = materialised_forward(a_s, c_s, exclude, columns, keep, dtype)
         else:
             r_rows, r_cols, saved, m_rows, m_cols = tiled_forward(a_s, c_s, exclude, columns, tile, dtype)
-        top = base = None
+        top: torch.Tensor | None = None
+        base: torch.Tensor | None = None
         if stretch is not None:  # a logit_scale above the cap: the rest applied to the centred rows
-            top = finite_shift(torch.stack([m_rows, m_cols]) if columns else m_rows)
-            base = torch.stack([r_rows, r_cols]) if columns else r_rows
-            r_rows = stretched(r_rows, top[0] if columns else top, stretch)
-            r_cols = stretched(r_cols, top[1], stretch) if columns else None
+            if columns:
+                assert r_cols is not None and m_cols is not None  # (columns)
+                top = finite_shift(torch.stack([m_rows, m_cols]))
+                base = torch.stack([r_rows, r_cols])
+                r_rows = stretched(r_rows, top[0], stretch)
+                r_cols = stretched(r_cols, top[1], stretch)
+            else:
+                top = finite_shift(m_rows)
+                base = r_rows
+                r_rows = stretched(r_rows, top, stretch)
         if columns:  # both directions in one (2, n) tensor: a pair's loss is the mean of its two
+            assert r_cols is not None  # (columns)
             r = torch.stack([r_rows, r_cols])
             both = variant.row_loss(r)
             per = None if reduction == "mean" else torch.add(both[0] * 0.5, both[1], alpha=0.5)
@@ -98,8 +113,10 @@ class PairwiseInfoNCE(torch.autograd.Function):
                 out = out.clone()
         if reduction == "mean" and not values_checked():  # (nothing read: a mean whose sum overflows, on the device)
             rows_of = both if columns else per
+            assert rows_of is not None  # (per: rows only)
             out = torch.where(torch.isfinite(out), out, (rows_of / rows_of.numel()).sum())
         if base is not None and variant.linear_rows:  # rows past the cap that may be +inf and -inf
+            assert top is not None and stretch is not None  # (set with base)
             out = combine_stretched(out, lambda x: _combine(x, columns, reduction), base, top, stretch)
         if not raise_unless_checks_pass(checks, lohi, out):  # a row beyond the range, or a sum that overflows
             if per is None:  # (each half first: the sum of two finite losses may overflow)
@@ -112,11 +129,12 @@ class PairwiseInfoNCE(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         A, C, tau_tensor, a_beta, r, stretch, top, *saved = ctx.saved_tensors
         tau, pos, exclude, columns, variant, dtype, reduction, tile = ctx.opts
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
-            def recompute(a_, c_, t_, st_):
+            def recompute(a_: torch.Tensor, c_: torch.Tensor, t_: torch.Tensor | None,
+                          st_: torch.Tensor | None) -> torch.Tensor:
                 return _plain_loss(a_, c_, tau if t_ is None else t_, pos, exclude, columns, variant,
                                    dtype, reduction, st_)
             needs = ctx.needs_input_grad[:3] + ctx.needs_input_grad[-1:]
@@ -126,8 +144,18 @@ class PairwiseInfoNCE(torch.autograd.Function):
             grads = _backward(ctx, grad, A, C, a_beta, r, saved, stretch, top)
         return grads[:3] + (None,) * 10 + grads[3:]
 
+    if TYPE_CHECKING:  # (torch leaves Function.apply unannotated: its signature here, for the callers)
+        @classmethod
+        def apply(cls, A: torch.Tensor, C: torch.Tensor, tau_tensor: torch.Tensor | None, tau: float,
+                  pos: torch.Tensor | None, exclude: torch.Tensor, columns: bool, variant: Variant,
+                  dtype: torch.dtype, reduction: str, checks: Sequence[tuple[torch.Tensor, str]], tile: int,
+                  score_dtype: torch.dtype | None = None, stretch: torch.Tensor | None = None) -> torch.Tensor: ...
 
-def materialised_forward(a_beta, c, exclude, columns, keep_weights, dtype=None):
+
+def materialised_forward(a_beta: torch.Tensor, c: torch.Tensor, exclude: torch.Tensor, columns: bool,
+                         keep_weights: bool, dtype: torch.dtype | None = None
+                         ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...], torch.Tensor,
+                                    torch.Tensor | None]:
     """``(R_rows, R_columns or None, saved, M_rows, M_columns or None)`` over the whole (n, m) logit
     matrix: ``R`` per row (column) over its negatives, ``R = (max_j y_j - s) - log max_j q_j`` with ``q`` the softmax
     over the negatives and ``s`` the positive's logit (``exclude``'s last column), taken from the
@@ -142,8 +170,9 @@ def materialised_forward(a_beta, c, exclude, columns, keep_weights, dtype=None):
     q = torch.softmax(y, dim=1)  # (the softmax is the same for the centred logits)
     m_rows = y.amax(dim=1) - s
     r_rows = m_rows - q.amax(dim=1).log_()
-    saved = (q,) if keep_weights else ()
-    r_cols = m_cols = None
+    saved: tuple[torch.Tensor, ...] = (q,) if keep_weights else ()
+    r_cols: torch.Tensor | None = None
+    m_cols: torch.Tensor | None = None
     if columns:  # square, the positives on the diagonal: column j centred by s_j
         q = torch.softmax(y, dim=0)
         m_cols = y.amax(dim=0) - s
@@ -153,7 +182,9 @@ def materialised_forward(a_beta, c, exclude, columns, keep_weights, dtype=None):
     return r_rows, r_cols, saved, m_rows, m_cols
 
 
-def _backward(ctx, grad, A, C, a_beta, r, saved, stretch=None, top=None):
+def _backward(ctx: Any, grad: torch.Tensor, A: torch.Tensor, C: torch.Tensor, a_beta: torch.Tensor, r: torch.Tensor,
+              saved: Sequence[torch.Tensor | None], stretch: torch.Tensor | None = None, top: torch.Tensor | None = None
+              ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """``(grad A, grad C, grad tau)`` (formulas in the module docstring). The positive's own
     entry of ``G`` (0 in ``G``: its logit was left out) is set to ``-w``, so that the two products
     ``G C`` and ``G^T A`` carry the positives' terms too. With a ``stretch`` (a logit_scale past the
@@ -168,31 +199,46 @@ def _backward(ctx, grad, A, C, a_beta, r, saved, stretch=None, top=None):
     c = beta / n if reduction == "mean" else beta
     cg = _as(grad, dtype) * (c * 0.5 if columns else c)
     f = variant.row_factor(r, cg)  # F = (c s) g: (n,), or (2, n) for rows and columns
-    grad_stretch = None
+    grad_stretch: torch.Tensor | None = None
     if stretch is not None and ctx.needs_input_grad[-1]:
+        assert top is not None  # (saved with stretch)
         grad_stretch = ((f * top).sum() * tau).reshape(())
     f_rows, f_cols = (f[0], f[1]) if columns else (f, None)
     neg_w = f.sum(dim=0).neg_() if columns else torch.neg(f)
     a, cc = _as(A, dtype), _as(C, dtype)
     sd = ctx.score_dtype
-    if tile >= n:
-        g = saved[0] * f_rows.unsqueeze(-1)
+    grad_a: torch.Tensor | None
+    grad_c: torch.Tensor | None
+    if tile >= n:  # saved: the softmax weights of the rows (and columns)
+        q_rows = saved[0]
+        assert q_rows is not None
+        g = q_rows * f_rows.unsqueeze(-1)
         if f_cols is not None:
-            g.addcmul_(saved[1], f_cols.unsqueeze(0))
+            q_cols = saved[1]
+            assert q_cols is not None
+            g.addcmul_(q_cols, f_cols.unsqueeze(0))
         g.scatter_(1, exclude[:, -1:], neg_w.unsqueeze(-1))
         grad_a = _product(g, cc, sd) if need_a or need_tau else None
         grad_c = _product(g.T, a, sd) if need_c else None
-    else:
-        grad_a, grad_c = tiled_backward(a_beta, a, cc, exclude, f_rows, f_cols, neg_w, saved[0], saved[1], tile,
+    else:  # saved: the log-sum-exps of the rows and (or None) columns
+        lse_rows = saved[0]
+        assert lse_rows is not None
+        grad_a, grad_c = tiled_backward(a_beta, a, cc, exclude, f_rows, f_cols, neg_w, lse_rows, saved[1], tile,
                                         need_c, sd)
     if stretch is not None:  # (last, so that no product meets an overflowed factor)
         grad_a = grad_a * stretch if grad_a is not None else None
         grad_c = grad_c * stretch if grad_c is not None else None
-    grad_tau = -(torch.linalg.vecdot(a, grad_a).sum() * beta).reshape(()) if need_tau else None
-    return (grad_a.to(A.dtype) if need_a else None), (grad_c.to(C.dtype) if need_c else None), grad_tau, grad_stretch
+    grad_tau: torch.Tensor | None = None
+    if need_tau:
+        assert grad_a is not None  # (formed when tau needs a gradient)
+        grad_tau = -(torch.linalg.vecdot(a, grad_a).sum() * beta).reshape(())
+    return ((grad_a.to(A.dtype) if need_a and grad_a is not None else None),
+            (grad_c.to(C.dtype) if need_c and grad_c is not None else None), grad_tau, grad_stretch)
 
 
-def _plain_loss(a, c, tau, pos, exclude, columns, variant, dtype, reduction, stretch=None):
+def _plain_loss(a: torch.Tensor, c: torch.Tensor, tau: float | torch.Tensor, pos: torch.Tensor | None,
+                exclude: torch.Tensor, columns: bool, variant: Variant, dtype: torch.dtype, reduction: str,
+                stretch: torch.Tensor | None = None) -> torch.Tensor:
     """The reduced loss with plain torch operations over the materialised logits (any order of
     derivatives): rows, and columns as rows of the transposed problem."""
     p = c if pos is None else c[pos]
@@ -203,7 +249,7 @@ def _plain_loss(a, c, tau, pos, exclude, columns, variant, dtype, reduction, str
     return reduce(rows, reduction)
 
 
-def _combine(x, columns, reduction):
+def _combine(x: torch.Tensor, columns: bool, reduction: str) -> torch.Tensor:
     """The loss of the decoupled rows ``x`` ((n,), or (2, n) rows and columns), as the forward pass
     forms it."""
     if not columns:
@@ -213,18 +259,18 @@ def _combine(x, columns, reduction):
     return safe_reduce(torch.add(x[0] * 0.5, x[1], alpha=0.5), reduction)
 
 
-def _scores(a, c, dtype):
+def _scores(a: torch.Tensor, c: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
     """``a c^T`` in ``dtype`` (the product in the inputs' dtype, cast up when that is lower)."""
     y = torch.mm(a, c.T)
     return y if dtype is None or y.dtype == dtype else y.to(dtype)
 
 
-def _product(x, y, score_dtype):
+def _product(x: torch.Tensor, y: torch.Tensor, score_dtype: torch.dtype | None) -> torch.Tensor:
     """``x y`` in ``x``'s dtype, the product itself in ``score_dtype`` when one is given."""
     if score_dtype is None:
         return torch.mm(x, y)
     return torch.mm(x.to(score_dtype), y.to(score_dtype)).to(x.dtype)
 
 
-def _as(x, dtype):
+def _as(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return x if x.dtype == dtype else x.to(dtype)

@@ -12,11 +12,15 @@ docstring of :mod:`infonce_book.losses.explicit`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import torch
 
 from ._backward import differentiable_backward, grad_like, row_factor
 from ._common import autocast_off, chunk_bounds, finite_loss, inverse_temperature, use_fused
 from ._logsumexp import LogSumExpState, centred_logits, similarity_lse_plain
+from ._variant import Variant
 
 __all__ = ["InfoNCEFromSimilarities", "similarity_loss"]
 
@@ -31,7 +35,8 @@ class InfoNCEFromSimilarities(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, s_pos, s_neg, tau_tensor, tau, variant, bounds, dtype):
+    def forward(ctx: Any, s_pos: torch.Tensor, s_neg: torch.Tensor, tau_tensor: torch.Tensor | None, tau: float,
+                variant: Variant, bounds: Sequence[tuple[int, int]], dtype: torch.dtype) -> torch.Tensor:
         state = LogSumExpState(variant)
         for lo, hi in bounds:
             state.add(centred_logits(s_neg[:, lo:hi], s_pos, tau, dtype))
@@ -41,12 +46,12 @@ class InfoNCEFromSimilarities(torch.autograd.Function):
         return m + r
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         s_pos, s_neg, m, r, tau_tensor = ctx.saved_tensors
         tau, dtype, variant = ctx.tau, ctx.dtype, ctx.variant
         tail = (None, None, None, None)
         if torch.is_grad_enabled():  # create_graph: a differentiable backward pass
-            def recompute(s_pos_, s_neg_, tau_tensor_):
+            def recompute(s_pos_: torch.Tensor, s_neg_: torch.Tensor, tau_tensor_: torch.Tensor | None) -> torch.Tensor:
                 return similarity_lse_plain(s_pos_, s_neg_, tau if tau_tensor_ is None else tau_tensor_,
                                             variant, dtype)
             return differentiable_backward(recompute, (s_pos, s_neg, tau_tensor), ctx.needs_input_grad[:3],
@@ -54,15 +59,23 @@ class InfoNCEFromSimilarities(torch.autograd.Function):
         with autocast_off(grad.device.type):
             return _similarity_backward(ctx, grad, s_pos, s_neg, m, r) + tail
 
+    if TYPE_CHECKING:  # (torch leaves Function.apply unannotated: its signature here, for the callers)
+        @classmethod
+        def apply(cls, s_pos: torch.Tensor, s_neg: torch.Tensor, tau_tensor: torch.Tensor | None, tau: float,
+                  variant: Variant, bounds: Sequence[tuple[int, int]], dtype: torch.dtype) -> torch.Tensor: ...
 
-def _similarity_backward(ctx, grad, s_pos, s_neg, m, r):
+
+def _similarity_backward(ctx: Any, grad: torch.Tensor, s_pos: torch.Tensor, s_neg: torch.Tensor, m: torch.Tensor,
+                         r: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     need_pos, need_neg, need_tau = ctx.needs_input_grad[:3]
     tau, dtype = ctx.tau, ctx.dtype
     beta = 1.0 / tau
     g = grad.to(dtype)
     f, late = row_factor(g, beta)  # f = g beta unless that overflows (then beta comes last)
     lse = m + r
-    grad_pos = grad_neg = grad_tau = None
+    grad_pos: torch.Tensor | None = None
+    grad_neg: torch.Tensor | None = None
+    grad_tau: torch.Tensor | None = None
     if need_pos:
         grad_pos = -(f * ctx.variant.sum_of_weights(lse)) * late
     if need_neg or need_tau:
@@ -76,16 +89,17 @@ def _similarity_backward(ctx, grad, s_pos, s_neg, m, r):
             w = (z - m.unsqueeze(-1)).exp_().mul_(exp_neg_r)
             if need_tau:  # p_j z_j, with 0 where p_j underflowed (z_j may be -inf there)
                 pz += torch.where(w > 0, w * z, 0.0).sum(dim=-1)
-            if need_neg:
+            if grad_neg is not None:  # (need_neg)
                 grad_neg[:, lo:hi] = w.mul_(f.unsqueeze(-1))
-        if need_neg:
+        if grad_neg is not None:
             grad_neg.mul_(late)
         if need_tau:
             grad_tau = (-((g * pz).sum() * beta)).reshape(())
     return grad_like(grad_pos, s_pos), grad_neg, grad_tau
 
 
-def similarity_loss(s_pos, s_neg, tau_value, tau_tensor, variant, chunk_size, dtype, reduction):
+def similarity_loss(s_pos: torch.Tensor, s_neg: torch.Tensor, tau_value: float, tau_tensor: torch.Tensor | None,
+                    variant: Variant, chunk_size: int | None, dtype: torch.dtype, reduction: str) -> torch.Tensor:
     """The reduced loss from validated similarities ((B,) and (B, k), k >= 1): plain torch
     operations for small problems (:func:`._common.use_fused`), :class:`InfoNCEFromSimilarities`
     otherwise. ``tau_value`` the float temperature, ``tau_tensor`` the 0-d tensor to

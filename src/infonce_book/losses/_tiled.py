@@ -24,11 +24,12 @@ __all__ = ["tiled_backward", "tiled_forward"]
 _NEG_INF = float("-inf")
 
 
-def _bounds(n, tile):
+def _bounds(n: int, tile: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + tile, n)) for lo in range(0, n, tile)]
 
 
-def _logits(a_beta, c, exclude, lo, hi, buf, s_pos=None):
+def _logits(a_beta: torch.Tensor, c: torch.Tensor, exclude: torch.Tensor, lo: int, hi: int, buf: torch.Tensor | None,
+            s_pos: torch.Tensor | None = None) -> torch.Tensor:
     """The (hi - lo, m) logits of rows ``lo:hi`` with the left-out ones at ``-inf``, in ``buf`` (or
     a new tensor); with ``s_pos`` ((n,)), first writes each row's positive logit into it (the
     positive is ``exclude``'s last column), so that it is rounded as the other logits are."""
@@ -45,16 +46,19 @@ def _logits(a_beta, c, exclude, lo, hi, buf, s_pos=None):
     return y
 
 
-def _finite_shift(mx):
+def _finite_shift(mx: torch.Tensor) -> torch.Tensor:
     return torch.where(mx == _NEG_INF, 0.0, mx)
 
 
-def _log_sum(y, shift, dim, out):
+def _log_sum(y: torch.Tensor, shift: torch.Tensor, dim: int, out: torch.Tensor) -> torch.Tensor:
     """``log sum e^{y - shift}`` over ``dim`` (``shift`` broadcast against ``y``), via ``out``."""
     return torch.sub(y, shift, out=out).exp_().sum(dim=dim).log_()
 
 
-def tiled_forward(a_beta, c, exclude, columns, tile, dtype=None):
+def tiled_forward(a_beta: torch.Tensor, c: torch.Tensor, exclude: torch.Tensor, columns: bool, tile: int,
+                  dtype: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor | None,
+                                                             tuple[torch.Tensor, torch.Tensor | None],
+                                                             torch.Tensor, torch.Tensor | None]:
     """``(R_rows (n,), R_columns (m,) or None, (lse_rows, lse_columns or None), M_rows, M_columns or
     None)``, ``tile`` rows at
     a time: ``lse`` is ``log sum_j e^{y_j}`` over each row's (column's) negatives and
@@ -67,7 +71,8 @@ def tiled_forward(a_beta, c, exclude, columns, tile, dtype=None):
     buf = torch.empty(tile * m, dtype=dtype, device=a_beta.device)
     tmp = torch.empty_like(buf)
     max_r, log_sum_r = torch.empty_like(s_pos), torch.empty_like(s_pos)
-    col_m = col_acc = None
+    col_m: torch.Tensor | None = None
+    col_acc: torch.Tensor | None = None
     for lo, hi in _bounds(n, tile):
         y = _logits(a_beta, c, exclude, lo, hi, buf, s_pos)
         t = tmp[: y.numel()].view_as(y)
@@ -82,6 +87,7 @@ def tiled_forward(a_beta, c, exclude, columns, tile, dtype=None):
             if col_acc is None:
                 col_acc = term
             else:
+                assert col_m is not None  # (set with col_acc)
                 col_acc.mul_(torch.exp(_finite_shift(col_m) - shift)).add_(term)
             col_m = new_m
     m_rows = max_r - s_pos
@@ -89,13 +95,17 @@ def tiled_forward(a_beta, c, exclude, columns, tile, dtype=None):
     lse_r = max_r.add_(log_sum_r)
     if not columns:
         return r_rows, None, (lse_r, None), m_rows, None
+    assert col_acc is not None and col_m is not None  # (columns: set by the first tile)
     log_c = col_acc.log_()
     m_cols = col_m - s_pos
     r_cols = m_cols + log_c
     return r_rows, r_cols, (lse_r, col_m.add_(log_c)), m_rows, m_cols
 
 
-def tiled_backward(a_beta, a, c, exclude, f_rows, f_cols, neg_w, lse_r, lse_c, tile, need_c, score_dtype=None):
+def tiled_backward(a_beta: torch.Tensor, a: torch.Tensor, c: torch.Tensor, exclude: torch.Tensor,
+                   f_rows: torch.Tensor, f_cols: torch.Tensor | None, neg_w: torch.Tensor, lse_r: torch.Tensor,
+                   lse_c: torch.Tensor | None, tile: int, need_c: bool,
+                   score_dtype: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``(G C (n, d), G^T A (m, d) or None)`` for ``G = f_rows q + q' f_cols`` (the weights ``q`` of
     the rows, ``q'`` of the columns; ``f_cols`` None: rows only) with each row's positive entry
     set to ``neg_w``, the logits recomputed tile by tile (the products in ``score_dtype`` when one is
@@ -110,6 +120,7 @@ def tiled_backward(a_beta, a, c, exclude, f_rows, f_cols, neg_w, lse_r, lse_c, t
     for lo, hi in _bounds(n, tile):
         y = _logits(a_s, c_s, exclude, lo, hi, buf)
         if f_cols is not None:
+            assert tmp is not None and lse_c is not None  # (set, and saved, with the columns)
             qc = torch.sub(y, lse_c, out=tmp[: y.numel()].view_as(y)).exp_().mul_(f_cols)
         g = y.sub_(lse_r[lo:hi].unsqueeze(-1)).exp_().mul_(f_rows[lo:hi].unsqueeze(-1))
         if f_cols is not None:
@@ -117,11 +128,11 @@ def tiled_backward(a_beta, a, c, exclude, f_rows, f_cols, neg_w, lse_r, lse_c, t
         g.scatter_(1, exclude[lo:hi, -1:], neg_w[lo:hi].unsqueeze(-1))
         if sd is None:
             torch.mm(g, c, out=ga[lo:hi])
-            if need_c:
+            if gc is not None:  # (need_c)
                 gc.addmm_(g.T, a[lo:hi])
         else:
             g_low = g.to(sd)
             ga[lo:hi] = torch.mm(g_low, c_s)
-            if need_c:
+            if gc is not None:  # (need_c)
                 gc.add_(torch.mm(g_low.T, a_low[lo:hi]))
     return ga, gc

@@ -103,7 +103,6 @@ from ..utils.validation import check_bool, check_float_tensor
 from ._common import (
     ACCUMULATE_DTYPES,
     REDUCTIONS,
-    VARIANTS,
     accumulation_dtype,
     check_accumulate,
     check_batch,
@@ -126,6 +125,7 @@ from ._embedding import embedding_loss
 from ._logsumexp import RunningLogSumExp, centred_logits
 from ._norm_checks import check_unit_norm
 from ._similarity import similarity_loss
+from ._variant import VARIANTS
 
 __all__ = ["ACCUMULATE_DTYPES", "REDUCTIONS", "VARIANTS", "info_nce", "info_nce_from_similarities",
            "info_nce_streaming"]
@@ -172,7 +172,11 @@ def info_nce_streaming(s_pos: torch.Tensor, s_neg_chunks: Iterable[torch.Tensor]
         raise TypeError(f"s_neg_chunks must be an iterable of (B, m) tensors (e.g. a list or a generator), "
                         f"got {type(s_neg_chunks).__name__}")
     tau_value, tau_tensor = split_tau(tau)
-    tau = tau_value if tau_tensor is None else tau_tensor
+    if tau_tensor is None:
+        assert tau_value is not None  # (split_tau: a float, a tensor, or both)
+        tau = tau_value
+    else:
+        tau = tau_tensor
     dtype = accumulation_dtype(check_accumulate(accumulate, s_pos.device), s_pos)
     if tau_value is not None:
         inverse_temperature(tau_value, dtype)
@@ -269,6 +273,7 @@ def info_nce_from_similarities(s_pos: torch.Tensor, s_neg: torch.Tensor, tau: fl
     if s_neg.shape[1] == 0:  # standard variant, no negative: log(e^0) = 0 in every row
         return zero_loss(s_pos.shape[0], dtype, reduction, s_pos, s_neg, tau_tensor)
     if tau_value is None:  # a tensor tau, not read: the similarities divided by it on the device
+        assert tau_tensor is not None  # (split_tau: a float, a tensor, or both)
         wide = torch.float32 if s_pos.device.type == "mps" else torch.float64
         s_pos, s_neg = fold_temperature(s_pos, tau_tensor, wide), fold_temperature(s_neg, tau_tensor, wide)
         tau_value, tau_tensor = 1.0, None
@@ -361,6 +366,7 @@ def info_nce(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tens
         anchor, tau_value, tau_tensor = fold_scale(anchor, scale_factor(scale, dtype), dtype), 1.0, None
         stretch = scale_stretch(scale, dtype)
     elif tau_value is None:  # a tensor tau, not read: the anchors divided by it on the device
+        assert tau_tensor is not None  # (temperature_of: a float, a tensor, or both, without a scale)
         anchor, tau_value, tau_tensor = fold_temperature(anchor, tau_tensor, dtype), 1.0, None
     return embedding_loss(anchor, positive, negatives, tau_value, tau_tensor, variant, chunk_size,
                           dtype, reduction, unit_norm, require_unit_norm, stretch=stretch)

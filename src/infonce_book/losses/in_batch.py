@@ -32,7 +32,6 @@ import torch
 
 from ..utils.validation import check_bool, check_float_tensor
 from ._common import (
-    Variant,
     accumulation_dtype,
     check_accumulate,
     check_chunk_size,
@@ -54,6 +53,7 @@ from ._gather import all_gather_with_grad, local_offset
 from ._labelled import masked_in_batch
 from ._norm_checks import check_unit_norm
 from ._pairwise import PairwiseInfoNCE, pairwise_tile
+from ._variant import Variant
 
 __all__ = ["info_nce_in_batch", "nt_xent"]
 
@@ -100,6 +100,7 @@ def _anchors(xs: tuple[torch.Tensor, ...], tau_value: float | None, tau_tensor: 
         return [fold_scale(x, factor, dtype) for x in xs], 1.0, None, scale_stretch(scale, dtype)
     if tau_value is not None:
         return list(xs), tau_value, tau_tensor, None
+    assert tau_tensor is not None  # (no float tau: a tensor one)
     return [fold_temperature(x, tau_tensor, dtype) for x in xs], 1.0, None, None
 
 
@@ -334,15 +335,17 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Tensor | None
     own = torch.arange(2 * B, device=z1.device)
     exclude = torch.stack([own + offset, (own + B) % (2 * B) + offset], dim=-1)  # itself and its positive
     # Checked on the gathered candidates, so that every process raises alike.
-    unit_norm = ()
+    unit_norm: tuple[tuple[torch.Tensor, str], ...] = ()
     if require_unit_norm and values_checked():
         unit_norm = ((candidates, "z1 and z2 (gathered)"),)
     return embedding_loss(anchors, pairs, candidates, tau_value, tau_tensor, variant, chunk_size,
                           dtype, reduction, unit_norm, exclude=exclude, stretch=stretch)
 
 
-def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_norm, accumulate, tau_value,
-              tau_tensor, z1, z2, scale=None, score_dtype=None):
+def _pairwise(a: torch.Tensor, c: torch.Tensor, half: int | None, columns: bool, variant: Variant, reduction: str,
+              chunk_size: int | None, require_unit_norm: bool, accumulate: torch.dtype | None, tau_value: float | None,
+              tau_tensor: torch.Tensor | None, z1: torch.Tensor, z2: torch.Tensor, scale: torch.Tensor | None = None,
+              score_dtype: torch.dtype | None = None) -> torch.Tensor:
     """The local (``gather=False``) in-batch loss in one kernel over the logits ``a c^T / tau``
     (:class:`._pairwise.PairwiseInfoNCE`): CLIP's form (``half`` None: the positive of row i is
     column i) or NT-Xent's (``a = c`` the 2B views, ``half = B``: the positive of view i is view
@@ -367,7 +370,7 @@ def _pairwise(a, c, half, columns, variant, reduction, chunk_size, require_unit_
 
 
 @functools.lru_cache(maxsize=16)
-def _pair_indices(n, half, device):
+def _pair_indices(n: int, half: int | None, device: torch.device) -> tuple[torch.Tensor | None, torch.Tensor]:
     """``(pos, exclude)`` of :func:`_pairwise` (read-only index tensors, kept for the next call of
     the same shape: they are part of the fixed cost per call at small B)."""
     own = torch.arange(n, device=device)
