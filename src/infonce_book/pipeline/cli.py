@@ -146,7 +146,7 @@ def _main(argv=None) -> int:
             from ..experiment.ledger import find_record, format_table, load_records  # tabulate: per command
 
             build_dir = (args.build_dir or root / "_build").resolve()
-            records = load_records(build_dir / "ledger") if (build_dir / "ledger").is_dir() else []
+            records = load_records(build_dir / "ledger")
             for failed in sorted((build_dir / "notebooks").glob("*.failed.ipynb")):
                 print(f"warning: the last run of chapter {failed.name.split('.')[0]} failed ({failed}); "
                       f"its records below are from its last successful run", file=sys.stderr)

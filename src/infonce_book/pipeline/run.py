@@ -29,32 +29,21 @@ import nbformat
 import yaml
 from tqdm import tqdm
 
-from .. import __version__
 from ..experiment.ledger import load_records, summary_line
 from ..experiment.paths import atomic_write_text, git_commit, project_root
 from ..experiment.profiles import check_profile
 from ..utils.device import resolve_device
 from .citation import cite_markdown, footer_html, repository_is_placeholder
 from .editions import EDITIONS, strip_solutions_site
-from .execute import (
-    PIPELINE_VERSION,
-    THREAD_VARIABLES,
-    ChapterError,
-    RunResult,
-    available_cores,
-    chapter_env,
-    kernel_thread_env,
-    run_chapter,
-)
+from .execute import ChapterError, available_cores, kernel_thread_env, run_chapter
 from .reading_path import reading_path_markdown
-from .reproducibility import appendix_markdown, load_run_info, load_timings, rerun_box
+from .reproducibility import appendix_markdown, rerun_box
 from .timings import TIMES_FILE, cpu_model, load_average, load_recorded, update_readme
 from .toc import UnknownChapter, back_matter, chapters, executable_pages, resolve_chapter, toc_files
 
-__all__ = ["BOOK_PDF", "EDITIONS", "GENERATED_SECTIONS", "MARKER", "PDF_PLACEHOLDER", "PIPELINE_VERSION",
-           "THREAD_VARIABLES", "ChapterError", "RunResult", "UnknownChapter", "assemble_site", "available_cores",
-           "back_matter", "build", "chapter_env", "chapters", "executable_pages", "html_dir", "kernel_thread_env",
-           "record_timings", "resolve_chapter", "run_chapter", "site_dir", "toc_files"]
+__all__ = ["BOOK_PDF", "EDITIONS", "GENERATED_SECTIONS", "PDF_PLACEHOLDER", "ChapterError", "UnknownChapter",
+           "assemble_site", "available_cores", "back_matter", "build", "chapters", "executable_pages", "html_dir",
+           "kernel_thread_env", "record_timings", "resolve_chapter", "run_chapter", "site_dir", "toc_files"]
 
 #: A page asks for a generated section with a marker line, filled by :func:`assemble_site`: the
 #: "How to cite" entries, the reproducibility appendix, the intro's reading path.
@@ -123,7 +112,7 @@ def assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", dev
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
     if (root / "benchmarks" / "results").is_dir():
         shutil.copytree(root / "benchmarks" / "results", site / "benchmarks" / "results", dirs_exist_ok=True)
-    commit, timings, recorded = git_commit(root), load_timings(build_dir), load_recorded(root)
+    commit, recorded = git_commit(root), load_recorded(root)
     pages, not_chapters = chapters(root), back_matter(root)
     numbered = {stem: src for stem, src in pages.items()
                 if str(src.relative_to(root).with_suffix("")) not in not_chapters}
@@ -134,8 +123,7 @@ def assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", dev
         if stem in numbered:
             (site / rel.parent / "_md").mkdir(exist_ok=True)
             shutil.copy2(src, site / rel.parent / "_md" / rel.name)
-            _insert_after_title(nb, rerun_box(stem, src, load_run_info(build_dir, stem), timings,
-                                              f"_md/{rel.name}", __version__, commit, recorded=recorded),
+            _insert_after_title(nb, rerun_box(stem, src, build_dir, f"_md/{rel.name}", commit, recorded),
                                 tag="rerun-box")
             _insert_after_title(nb, PDF_PLACEHOLDER.format(name=f"{stem}.pdf"), tag="pdf-link")
         nbformat.write(nb, (site / rel).with_suffix(".ipynb"))
@@ -206,8 +194,7 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
     tmp_html.rename(html)
     for r in results:
         log(f"  {r.chapter:<20} {r.status:<8} {r.seconds:7.1f} s")
-    records = [r for r in load_records(build_dir / "ledger") if r.get("chapter") in names] \
-        if (build_dir / "ledger").is_dir() else []
+    records = [r for r in load_records(build_dir / "ledger") if r.get("chapter") in names]
     log(f"[book] claims ledger: {summary_line(records)}; `infonce-book ledger` lists them, the book's "
         f"Reproducibility page shows them")
     log(f"[book] {html / 'index.html'}")

@@ -24,10 +24,19 @@ README_START = "<!-- infonce-book: chapter-times -->"
 README_END = "<!-- /infonce-book: chapter-times -->"
 
 
+def read_json(path: Path) -> dict:
+    """A JSON file's content, ``{}`` when there is no such file."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
 def load_recorded(root: Path) -> dict:
     """The recorded times (:data:`TIMES_FILE` under ``root``), or ``{}`` if there are none."""
-    path = Path(root) / TIMES_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return read_json(Path(root) / TIMES_FILE)
+
+
+def load_timings(build_dir: Path) -> dict[str, dict[str, float]]:
+    """``{profile: {chapter: seconds}}`` from ``<build>/timings.json`` (empty if absent)."""
+    return read_json(Path(build_dir) / "timings.json")
 
 
 def fmt_seconds(s: float | None, missing: str = "not recorded") -> str:
@@ -108,7 +117,6 @@ def load_average() -> float | None:
 def record_timing(build_dir: Path, stem: str, profile: str, seconds: float) -> None:
     """Put one chapter run's execution time into ``<build_dir>/timings.json`` (``{profile: {stem:
     seconds}}``, rounded to 0.01 s; the rerun boxes and the GPU check's bundle read it)."""
-    path = Path(build_dir) / "timings.json"
-    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    data = load_timings(build_dir)
     data.setdefault(profile, {})[stem] = round(seconds, 2)
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True))
+    atomic_write_text(Path(build_dir) / "timings.json", json.dumps(data, indent=2, sort_keys=True))
