@@ -1,15 +1,13 @@
-"""The book pipeline: jupytext MyST notebooks -> papermill -> executed notebooks -> jupyter-book.
+"""The book pipeline: jupytext MyST notebooks -> papermill (:mod:`~infonce_book.pipeline.execute`)
+-> executed notebooks -> jupyter-book.
 
-* :func:`~infonce_book.pipeline.execute.run_chapter` executes one chapter (and skips it when its
-  source, parameters and ``src/`` are unchanged); :mod:`~infonce_book.pipeline.toc` names the pages;
 * :func:`assemble_site` copies the book's sources to ``<build>/site`` (``site-students``), the
   executed notebooks in place of the ``.md`` chapters, and adds what no chapter has to write: a
   "Rerun this chapter" box and a hidden link to the PDF after each chapter's title, the generated
   sections of the ``<!-- infonce-book: NAME -->`` marker lines (:data:`GENERATED_SECTIONS`), the
   version in the footer, no launch buttons while the repository URL is a placeholder;
 * :func:`build` runs every chapter, assembles the site and runs ``jupyter-book build -n -W
-  --keep-going`` into ``<build>/html`` (``html-students``: :mod:`~infonce_book.pipeline.editions`);
-* :func:`record_timings` measures every chapter for the README's table and the rerun boxes.
+  --keep-going`` into ``<build>/html`` (``html-students``: :mod:`~infonce_book.pipeline.editions`).
 """
 
 from __future__ import annotations
@@ -57,10 +55,9 @@ BOOK_PDF = "book.pdf"
 
 def _insert_after_title(nb, text: str, tag: str) -> None:
     """Insert a markdown cell after the first markdown cell holding a ``# `` title (else first)."""
-    cell = nbformat.v4.new_markdown_cell(text, metadata={"tags": [tag]})
-    titles = [i + 1 for i, c in enumerate(nb.cells)
-              if c.cell_type == "markdown" and any(line.startswith("# ") for line in c.source.splitlines())]
-    nb.cells.insert(titles[0] if titles else 0, cell)
+    at = next((i + 1 for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+               and any(line.startswith("# ") for line in c.source.splitlines())), 0)
+    nb.cells.insert(at, nbformat.v4.new_markdown_cell(text, metadata={"tags": [tag]}))
 
 
 def _inject_config(site: Path, commit: str, *, edition: str = "web") -> None:

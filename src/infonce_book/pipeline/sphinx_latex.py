@@ -360,11 +360,11 @@ def _override_results(app) -> None:
     import sphinx_exercise.nodes as ex  # optional: book extensions, loaded by Sphinx before this one
     import sphinx_proof.nodes as prf  # optional: as above
 
+    env_of = lambda n: "infonceupright" if n.get("realtype") in UPRIGHT else "infoncetheorem"  # noqa: E731
     for cls in set(prf.NODE_TYPES.values()) | {prf.unenumerable_node}:
         enumerable = cls is not prf.unenumerable_node
         visit = prf.visit_enumerable_node if enumerable else prf.visit_unenumerable_node
         depart = prf.depart_enumerable_node if enumerable else prf.depart_unenumerable_node
-        env_of = lambda n: "infonceupright" if n.get("realtype") in UPRIGHT else "infoncetheorem"  # noqa: E731
         app.add_node(cls, override=True, latex=(visit, _as_environment(depart, env_of)))
     for cls, visit, depart in ((ex.exercise_node, ex.visit_exercise_node, ex.depart_exercise_node),
                                (ex.exercise_enumerable_node, ex.visit_exercise_enumerable_node,
