@@ -66,8 +66,6 @@ def _parser() -> argparse.ArgumentParser:
                                 "the smoke and standard profiles on the CPU and write "
                                 f"{timings.TIMES_FILE.as_posix()} and the README table; readme: only rewrite "
                                 "the README table from that file")
-    cmd["timings"].add_argument("--profiles", nargs="+", choices=timings.RECORDED_PROFILES,
-                                default=list(timings.RECORDED_PROFILES))
     cmd["ledger"].add_argument("--format", choices=("json", "table"), default="table")
     cmd["ledger"].add_argument("--id", dest="record_ids", nargs="+", default=None, metavar="ID", help="only these "
                                "records, by id (e.g. 4.C5-rademacher-slope-k) or old id (C5-rademacher-slope-k)")
@@ -176,7 +174,7 @@ def _main(argv=None) -> int:
                                      build_dir=args.build_dir, force=args.force, edition=args.edition))
             else:  # timings
                 if args.action == "record":
-                    pipeline.record_timings(root, profiles=tuple(args.profiles), log=log)
+                    pipeline.record_timings(root, log=log)
                 changed = timings.update_readme(root, list(pipeline.executable_pages(root)))
                 print(f"{root / timings.TIMES_FILE}; README table {'updated' if changed else 'up to date'}")
     except (ValueError, TypeError) as err:

@@ -36,7 +36,7 @@ from .editions import EDITIONS, strip_solutions_site
 from .execute import ChapterError, available_cores, kernel_thread_env, run_chapter
 from .reading_path import reading_path_markdown
 from .reproducibility import appendix_markdown, rerun_box
-from .timings import TIMES_FILE, cpu_model, load_average, load_recorded, update_readme
+from .timings import TIMES_FILE, cpu_model, load_average, load_recorded
 from .toc import UnknownChapter, back_matter, chapters, executable_pages, resolve_chapter, toc_files
 
 __all__ = ["BOOK_PDF", "EDITIONS", "GENERATED_SECTIONS", "PDF_PLACEHOLDER", "ChapterError", "UnknownChapter",
@@ -98,10 +98,9 @@ def assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", dev
     if edition not in EDITIONS:
         raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
     site = site_dir(build_dir, edition)
-    if site.exists():
-        for p in site.iterdir():
-            if p.name != "_build":
-                shutil.rmtree(p) if p.is_dir() else p.unlink()
+    for p in site.glob("*"):  # all but Sphinx's own build folder
+        if p.name != "_build":
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
     site.mkdir(parents=True, exist_ok=True)
     for f in ("_config.yml", "_toc.yml"):
         shutil.copy2(root / f, site / f)
@@ -198,15 +197,14 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
     return html / "index.html"
 
 
-def record_timings(root: Path | None = None, *, profiles=("smoke", "standard"), names: list[str] | None = None,
-                   log=print) -> dict:
+def record_timings(root: Path | None = None, *, profiles=("smoke", "standard"), log=print) -> dict:
     """Execute every chapter at each profile on the CPU (forced, in a fresh build folder, so with an
-    empty experiment cache), write :data:`~infonce_book.pipeline.timings.TIMES_FILE` and the README's
-    table; returns what was written."""
+    empty experiment cache) and write :data:`~infonce_book.pipeline.timings.TIMES_FILE` (``infonce-book
+    timings record`` then rewrites the README's table); returns what was written."""
     import torch  # heavy: only the recording needs it
 
     root = (root or project_root()).resolve()
-    names = names or list(chapters(root))
+    names = list(chapters(root))
     out = {**load_recorded(root), "machine": {"cpu": cpu_model(), "cores": available_cores(),
                                               "python": platform.python_version(), "torch": torch.__version__},
            "threads": kernel_thread_env(), "command": "infonce-book timings record"}
@@ -220,5 +218,4 @@ def record_timings(root: Path | None = None, *, profiles=("smoke", "standard"), 
                 "recorded": time.strftime("%Y-%m-%d"), "commit": git_commit(root),
                 "load_average": {"before": before, "after": load_average()}, "seconds": seconds}
     atomic_write_text(root / TIMES_FILE, json.dumps(out, indent=2) + "\n")
-    update_readme(root, list(chapters(root)))
     return out

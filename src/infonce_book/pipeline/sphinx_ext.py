@@ -250,12 +250,8 @@ def add_labels(app, doctree, docname) -> None:
             title += label_node(label)
 
 
-def _add_static(app) -> None:
-    if app.builder.format == "html":
-        app.config.html_static_path.append(str(STATIC))
-
-
 def _add_templates(app, config) -> None:
+    config.html_static_path.append(str(STATIC))  # (the LaTeX builder does not read it)
     if config.html_theme == "sphinx_book_theme":  # the override extends that theme's layout
         config.templates_path.append(str(TEMPLATES))
     if not config.html_favicon:
@@ -580,7 +576,6 @@ def setup(app):
     app.connect("html-page-context", _page_extras)
     app.connect("html-page-context", _drop_unused_design, priority=950)
     app.connect("config-inited", _add_templates)
-    app.connect("builder-inited", _add_static)
     app.connect("build-finished", subset_icon_fonts)
     app.connect("build-finished", optimise_pngs)
     app.connect("doctree-resolved", add_labels)
