@@ -153,10 +153,9 @@ def build_pdfs(build_dir: Path, root: Path, *, edition: str = "web", paper: str 
             _write_pages(reader, first, last, page, f"{title}: {stems[doc]}", path)
             result.chapters[stems[doc]], result.first_page[path.name] = path, page
     if back_pages:
-        result.appendix = out_dir / APPENDIX_PDF
-        first, page = back_pages[0][0], back_pages[0][2]
-        _write_pages(reader, first, back_pages[-1][1], page, f"{title}: appendix", result.appendix)
-        result.first_page[APPENDIX_PDF] = page
+        (first, _, page), last = back_pages[0], back_pages[-1][1]
+        result.appendix, result.first_page[APPENDIX_PDF] = out_dir / APPENDIX_PDF, page
+        _write_pages(reader, first, last, page, f"{title}: appendix", result.appendix)
     log(f"[pdf] {result.book} ({len(reader.pages)} pages), {len(result.chapters)} chapter PDFs"
         + (f", {result.appendix}" if result.appendix else ""))
     activate_pdf_links(html, out_dir)
