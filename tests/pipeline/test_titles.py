@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from infonce_book.pipeline.sphinx_ext import plain_title_html, tex_to_text
+from infonce_book.pipeline.sphinx_ext import plain_title_html
+from infonce_book.pipeline.tex_text import tex_to_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
