@@ -1,11 +1,10 @@
-"""How to cite the book: BibTeX for the book and for each page of ``_toc.yml``, and the footer.
+"""How to cite the book: BibTeX for the book and each page of ``_toc.yml`` (:func:`cite_markdown`,
+into ``book/cite.md``), and every page's footer (:func:`footer_html`).
 
-Each piece comes from one place: title, authors and year from ``CITATION.cff``; the version from the
-package (a test checks that ``CITATION.cff`` states the same); the repository URL and branch from
-``_config.yml`` (while ``repository.placeholder`` is true the entries carry no URL and say "not yet
-published online"); the pages and their titles from ``_toc.yml`` and each page's ``#`` heading, so a
-new chapter gets its entry without an edit here. The pipeline puts :func:`cite_markdown` into
-``book/cite.md`` and :func:`footer_html` into every page's footer.
+Title, authors and year come from ``CITATION.cff``; the version from the package; the repository
+URL and branch from ``_config.yml`` (while ``repository.placeholder`` is true the entries carry no
+URL and say "not yet published online"); the pages and titles from ``_toc.yml`` and each page's
+``#`` heading, so a new chapter gets its entry without an edit here.
 """
 
 from __future__ import annotations
@@ -126,17 +125,12 @@ def bibtex(root: Path, commit: str | None = None) -> str:
 
 
 def source_entry(root: Path, key: str) -> str:
-    """The entry ``key`` of ``book/references.bib``, verbatim."""
+    """The entry ``key`` of ``book/references.bib``, verbatim (it ends with a line ``}``)."""
     text = (root / "book" / "references.bib").read_text(encoding="utf-8")
-    m = re.search(r"@\w+\{" + re.escape(key) + r",", text)
+    m = re.search(r"^@\w+\{" + re.escape(key) + r",.*?^\}", text, flags=re.M | re.S)
     if not m:
-        raise ValueError(f"book/references.bib has no entry {key!r}")
-    depth = 0
-    for j in range(m.end() - len(key) - 2, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[j], 0)
-        if depth == 0:
-            return text[m.start():j + 1]
-    raise ValueError(f"book/references.bib: entry {key!r} is not closed")
+        raise ValueError(f"book/references.bib has no entry {key!r} (ending with a line '}}')")
+    return m.group(0)
 
 
 def cite_markdown(root: Path, commit: str | None = None) -> str:

@@ -27,13 +27,9 @@ BOOK_EXTRA = "infonce-book[book]"
 
 
 def _seed(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--seed must be an integer >= 0, got {value!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"--seed must be an integer >= 0, got {n}")
-    return n
+    if not value.isdecimal():
+        raise argparse.ArgumentTypeError(f"--seed must be an integer >= 0, got {value!r}")
+    return int(value)
 
 
 def _device(value: str) -> str:
@@ -45,42 +41,34 @@ def _device(value: str) -> str:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="infonce-book", description="Execute and build the InfoNCE book.")
     sub = p.add_subparsers(dest="command", required=True)
-
-    def common(sp):
-        sp.add_argument("--profile", choices=PROFILES, default="standard",
-                        help="experiment sizes: smoke (CI, minutes), standard (CPU), full (GPU)")
-        sp.add_argument("--device", type=_device, default="auto", help="auto (CUDA when present), cpu or cuda")
-        sp.add_argument("--seed", type=_seed, default=0, help="seed of every random draw (default 0)")
-        sp.add_argument("--force", action="store_true", help="re-execute even if nothing changed")
-        sp.add_argument("--build-dir", type=Path, default=None, help="build folder (default: _build)")
-
-    r = sub.add_parser("run", help="execute one chapter with papermill into _build/notebooks")
-    r.add_argument("chapter", help="chapter name, e.g. c1_rate (see `infonce-book chapters`)")
-    common(r)
-    b = sub.add_parser("build", help="execute every chapter (skipping unchanged ones) and build _build/html")
-    common(b)
-    b.add_argument("--edition", choices=EDITIONS, default="web",
-                   help="web (default: _build/html) or students (no solutions: _build/html-students)")
-    pd = sub.add_parser("pdf", help="typeset the built book with LaTeX to _build/pdf (book.pdf, appendix.pdf, one PDF "
-                        "per chapter)")
-    pd.add_argument("--build-dir", type=Path, default=None, help="build folder (default: _build)")
-    pd.add_argument("--edition", choices=EDITIONS, default="web",
-                    help="web (default: _build/site to _build/pdf) or students (_build/site-students, "
-                         "after `make book-students`, to _build/pdf-students)")
-    pd.add_argument("--paper", choices=sorted(PAPERS), default="a4", help="paper size (default: a4)")
-    tm = sub.add_parser("timings", help="record the chapter times (README table, rerun boxes)")
-    tm.add_argument("action", choices=("record", "readme"),
-                    help="record: execute every chapter at the smoke and standard profiles on the CPU and "
-                         f"write {timings.TIMES_FILE.as_posix()} and the README table; readme: only rewrite "
-                         "the README table from that file")
-    tm.add_argument("--profiles", nargs="+", choices=timings.RECORDED_PROFILES, default=list(timings.RECORDED_PROFILES))
-    lg = sub.add_parser("ledger", help="print the claims ledger of the last build")
-    lg.add_argument("--format", choices=("json", "table"), default="table")
-    lg.add_argument("--id", dest="record_ids", nargs="+", default=None, metavar="ID",
-                    help="only these records, by id (e.g. 4.C5-rademacher-slope-k) or old id (C5-rademacher-slope-k)")
-    lg.add_argument("--build-dir", type=Path, default=None)
-    sub.add_parser("chapters", help="list the executed pages: name, file, and whether it is a chapter or back matter "
-                   "(back matter records no claims)")
+    cmd = {name: sub.add_parser(name, help=text) for name, text in (
+        ("run", "execute one chapter with papermill into _build/notebooks"),
+        ("build", "execute every chapter (skipping unchanged ones) and build _build/html"),
+        ("pdf", "typeset the built book with LaTeX to _build/pdf (book.pdf, appendix.pdf, one PDF per chapter)"),
+        ("timings", "record the chapter times (README table, rerun boxes)"),
+        ("ledger", "print the claims ledger of the last build"),
+        ("chapters", "list the executed pages: name, file, and whether it is a chapter or back matter (back "
+                     "matter records no claims)"))}
+    cmd["run"].add_argument("chapter", help="chapter name, e.g. c1_rate (see `infonce-book chapters`)")
+    for c in (cmd["run"], cmd["build"]):
+        c.add_argument("--profile", choices=PROFILES, default="standard",
+                       help="experiment sizes: smoke (CI, minutes), standard (CPU), full (GPU)")
+        c.add_argument("--device", type=_device, default="auto", help="auto (CUDA when present), cpu or cuda")
+        c.add_argument("--seed", type=_seed, default=0, help="seed of every random draw (default 0)")
+        c.add_argument("--force", action="store_true", help="re-execute even if nothing changed")
+    for name in ("run", "build", "pdf", "ledger"):
+        cmd[name].add_argument("--build-dir", type=Path, default=None, help="build folder (default: _build)")
+    for name in ("build", "pdf"):
+        cmd[name].add_argument("--edition", choices=EDITIONS, default="web", help="web (default: _build/html, "
+                               "_build/pdf) or students (no solutions: _build/html-students, _build/pdf-students)")
+    cmd["pdf"].add_argument("--paper", choices=sorted(PAPERS), default="a4", help="paper size (default: a4)")
+    cmd["timings"].add_argument("action", choices=("record", "readme"), help="record: execute every chapter at "
+                                "the smoke and standard profiles on the CPU and write "
+                                f"{timings.TIMES_FILE.as_posix()} and the README table; readme: only rewrite "
+                                "the README table from that file")
+    cmd["ledger"].add_argument("--format", choices=("json", "table"), default="table")
+    cmd["ledger"].add_argument("--id", dest="record_ids", nargs="+", default=None, metavar="ID", help="only these "
+                               "records, by id (e.g. 4.C5-rademacher-slope-k) or old id (C5-rademacher-slope-k)")
     return p
 
 
@@ -143,6 +131,7 @@ def _main(argv=None) -> int:
         for name in _BOOK_MODULES[:_BOOK_MODULES.index("sphinx")]:
             if importlib.util.find_spec(name) is None:
                 return _missing_extra(name)
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     try:
         if args.command == "chapters":
             from .toc import back_matter, executable_pages  # yaml ([book] extra): per command
@@ -150,14 +139,12 @@ def _main(argv=None) -> int:
             not_chapters = back_matter(root)
             for name, path in executable_pages(root).items():
                 rel = path.relative_to(root)
-                kind = "back matter" if str(rel.with_suffix("")) in not_chapters else "chapter"
-                print(f"{name}\t{rel}\t{kind}")
-            return 0
-        if args.command == "ledger":
+                print(f"{name}\t{rel}\t{'back matter' if str(rel.with_suffix('')) in not_chapters else 'chapter'}")
+        elif args.command == "ledger":
             from ..experiment.ledger import find_record, format_table, load_records  # tabulate: per command
 
             build_dir = (args.build_dir or root / "_build").resolve()
-            records = load_records(build_dir / "ledger") if (build_dir / "ledger").is_dir() else []
+            records = load_records(build_dir / "ledger")
             for failed in sorted((build_dir / "notebooks").glob("*.failed.ipynb")):
                 print(f"warning: the last run of chapter {failed.name.split('.')[0]} failed ({failed}); "
                       f"its records below are from its last successful run", file=sys.stderr)
@@ -171,40 +158,32 @@ def _main(argv=None) -> int:
                 print(json.dumps(records, indent=2))
             else:
                 print(format_table(records) if records else "no ledger records: run `infonce-book build` first")
-            return 0
-        log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-        from . import run as pipeline  # the pipeline proper: torch, papermill (not for the light commands)
+        elif args.command == "pdf":
+            from .typeset import build_pdfs  # the print route's tool chain: per command
 
-        if args.command == "run":
-            res = pipeline.run_chapter(args.chapter, profile=args.profile, device=args.device, seed=args.seed,
-                                       build_dir=args.build_dir, force=args.force, root=root, log=log)
-            print(res.notebook)
-            return 0
-        if args.command == "build":
-            print(pipeline.build(profile=args.profile, device=args.device, seed=args.seed,
-                                 build_dir=args.build_dir, force=args.force, root=root,
-                                 edition=args.edition, log=log))
-            return 0
-        if args.command == "pdf":
-            from . import typeset as pdf_build  # the print route's tool chain: per command
+            print(build_pdfs(args.build_dir or root / "_build", root, edition=args.edition, paper=args.paper,
+                             log=log).book)
+        else:
+            from . import run as pipeline  # the pipeline proper: torch, papermill (not for the light commands)
 
-            made = pdf_build.build_pdfs((args.build_dir or root / "_build"), root, edition=args.edition,
-                                        paper=args.paper, log=log)
-            print(made.book)
-            return 0
-        if args.command == "timings":
-            if args.action == "record":
-                pipeline.record_timings(root, profiles=tuple(args.profiles), log=log)
-            changed = timings.update_readme(root, list(pipeline.executable_pages(root)))
-            print(f"{root / timings.TIMES_FILE}; README table {'updated' if changed else 'up to date'}")
-            return 0
+            if args.command == "run":
+                print(pipeline.run_chapter(args.chapter, profile=args.profile, device=args.device, seed=args.seed,
+                                           build_dir=args.build_dir, force=args.force, root=root, log=log).notebook)
+            elif args.command == "build":
+                print(pipeline.build(profile=args.profile, device=args.device, seed=args.seed, root=root, log=log,
+                                     build_dir=args.build_dir, force=args.force, edition=args.edition))
+            else:  # timings
+                if args.action == "record":
+                    pipeline.record_timings(root, log=log)
+                changed = timings.update_readme(root, list(pipeline.executable_pages(root)))
+                print(f"{root / timings.TIMES_FILE}; README table {'updated' if changed else 'up to date'}")
     except (ValueError, TypeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except RuntimeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    return 0  # pragma: no cover
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -65,13 +65,14 @@ class _Stripper:
         return "".join(out)
 
 
-def strip_solutions_text(text: str, stripper: _Stripper | None = None) -> tuple[str, int]:
-    """A MyST page without its solution blocks, and how many were removed; ``ValueError`` when a
-    block is not closed before the end of the page."""
-    s = stripper if stripper is not None else _Stripper()
+def strip_solutions_text(text: str, labels: list[str] | None = None) -> tuple[str, int]:
+    """A MyST page without its solution blocks, and how many were removed (their labels are appended
+    to ``labels``); ``ValueError`` when a block is not closed before the end of the page."""
+    s = _Stripper()
     out = s.feed(text)
     if s.inside:
         raise ValueError("a {solution} block is not closed before the end of the page")
+    (labels if labels is not None else []).extend(s.labels)
     return re.sub(r"\n{3,}", "\n\n", out), s.removed
 
 
@@ -100,8 +101,7 @@ def strip_solutions_notebook(nb, labels: list[str] | None = None, keep: frozense
             if cell.cell_type == "code" and cell.get("outputs"):
                 cell.outputs = [o for o in cell.outputs
                                 if o.get("metadata", {}).get("scrapbook", {}).get("name", None) in (None, *used)]
-    if labels is not None:
-        labels.extend(s.labels)
+    (labels if labels is not None else []).extend(s.labels)
     return s.removed
 
 
@@ -128,9 +128,7 @@ def strip_solutions_site(site: Path) -> int:
                      for m in _CROSS_GLUE_REF.finditer(page.read_text(encoding="utf-8")))
     for page in pages:
         if page.suffix == ".md":
-            s = _Stripper()
-            text, n = strip_solutions_text(page.read_text(encoding="utf-8"), s)
-            labels.extend(s.labels)
+            text, n = strip_solutions_text(page.read_text(encoding="utf-8"), labels)
             if n:
                 page.write_text(text, encoding="utf-8")
         else:

@@ -1,12 +1,11 @@
 """One chapter executed by papermill (:func:`run_chapter`), and the environment its kernel runs in.
 
 :func:`run_chapter` converts ``book/<chapter>.md`` with jupytext, executes it with papermill
-(``profile``, ``device``, ``seed`` injected after the cell tagged ``parameters``), hides the
-parameter cells and, only when every cell ran, writes ``<build>/notebooks/<chapter>.ipynb`` and
-``<build>/ledger/<chapter>.json``. It skips a chapter whose source, parameters and ``src/`` are
-unchanged since its last successful run: the key holds
-:func:`~infonce_book.experiment.paths.source_hash` of ``src/`` (jupyter-cache keys ignore imported
-code, jupyter-book #1633). The kernel is this interpreter, run with :func:`chapter_env`.
+(``profile``, ``device``, ``seed`` injected after the cell tagged ``parameters``) in this
+interpreter with :func:`chapter_env`, hides the parameter cells and, only when every cell ran,
+writes ``<build>/notebooks/<chapter>.ipynb`` and ``<build>/ledger/<chapter>.json``. It skips a
+chapter whose source, parameters and ``src/`` (:func:`~infonce_book.experiment.paths.source_hash`;
+jupyter-cache keys ignore imported code, jupyter-book #1633) are unchanged since its last run.
 """
 
 from __future__ import annotations
@@ -127,12 +126,11 @@ def _last_started_cell(notebook: Path) -> str:
         nb = nbformat.read(notebook, as_version=4)
     except Exception:  # an unreadable partial notebook: say so, keep the original error
         return "an unknown cell (the partial notebook could not be read)"
-    started = [(i, c) for i, c in enumerate(nb.cells)
+    started = [(c.metadata.papermill.get("status") == "running", i, c) for i, c in enumerate(nb.cells)
                if c.get("metadata", {}).get("papermill", {}).get("start_time")]
-    running = [(i, c) for i, c in started if c.metadata.papermill.get("status") == "running"]
-    if not (running or started):
+    if not started:
         return "no cell (the kernel stopped before the first cell started)"
-    i, cell = (running or started)[-1]
+    _, i, cell = max(started, key=lambda s: s[:2])  # the last running, else the last started
     first = next((line for line in cell.source.splitlines() if line.strip()), "")
     return f"cell {i}, which begins {first[:80]!r}"
 
@@ -151,22 +149,19 @@ def _execute(in_path: Path, exec_path: Path, *, stem: str, source: Path, params:
                             kernel_manager_class=_kernel_manager(),
                             engine_name=_keep_partial_engine(), partial_path=str(exec_path),
                             extra_arguments=["--IPKernelApp.log_level=CRITICAL"])  # the kernel's chatter
-    except pm.PapermillExecutionError as err:
+    except Exception as err:  # a failing cell; or the kernel died (e.g. killed for memory), a timeout, ...
         if exec_path.exists():
             shutil.copyfile(exec_path, failed)
-        raise ChapterError(
-            f"chapter {stem} failed in cell {err.cell_index} (execution count {err.exec_count}): "
-            f"{err.ename}: {err.evalue}\n  source: {source}\n  executed notebook kept at: {failed}"
-        ) from None
-    except Exception as err:  # the kernel died (e.g. killed for memory), a timeout, ...
+        if isinstance(err, pm.PapermillExecutionError):
+            raise ChapterError(f"chapter {stem} failed in cell {err.cell_index} (execution count {err.exec_count}): "
+                               f"{err.ename}: {err.evalue}\n  source: {source}\n  executed notebook kept at: {failed}"
+                               ) from None
         if not exec_path.exists():
             raise ChapterError(f"chapter {stem} failed before any cell ran: {type(err).__name__}: {err}"
                                f"\n  source: {source}") from None
-        shutil.copyfile(exec_path, failed)
-        raise ChapterError(
-            f"chapter {stem} failed: {type(err).__name__}: {err}; the last cell that started was "
-            f"{_last_started_cell(exec_path)}\n  source: {source}\n  partial notebook kept at: {failed}"
-        ) from None
+        raise ChapterError(f"chapter {stem} failed: {type(err).__name__}: {err}; the last cell that started was "
+                           f"{_last_started_cell(exec_path)}\n  source: {source}\n  partial notebook kept at: {failed}"
+                           ) from None
     return time.perf_counter() - t0
 
 

@@ -16,12 +16,6 @@ from pathlib import Path
 _ROLE = re.compile(r"\{(doc|prf:ref|eq|numref|ref)\}`([^`]*)`")
 
 
-def _target(text: str) -> str:
-    """The target of a role's content: ``Title <target>`` or ``target``."""
-    m = re.search(r"<([^>]+)>\s*$", text)
-    return (m.group(1) if m else text).strip().lstrip("/")
-
-
 def chapter_uses(pages: dict[str, Path]) -> dict[str, list[str]]:
     """``{chapter: [chapters it refers to]}`` for the chapter pages ``{stem: path}`` (stems
     ``c<N>_<topic>``, in book order); only references to earlier chapters count (a chapter's
@@ -31,15 +25,12 @@ def chapter_uses(pages: dict[str, Path]) -> dict[str, list[str]]:
     for stem, path in pages.items():
         found = set()
         for role, content in _ROLE.findall(path.read_text(encoding="utf-8")):
-            target = _target(content)
-            if role == "doc":
-                name = Path(target).name
-                if name in pages:
-                    found.add(name)
-            else:
-                head = target.split("-", 1)[0]
-                if head in prefix:
-                    found.add(prefix[head])
+            m = re.search(r"<([^>]+)>\s*$", content)  # ``Title <target>`` or ``target``
+            target = (m.group(1) if m else content).strip().lstrip("/")
+            if role == "doc" and Path(target).name in pages:
+                found.add(Path(target).name)
+            elif role != "doc" and target.split("-", 1)[0] in prefix:
+                found.add(prefix[target.split("-", 1)[0]])
         earlier = list(pages)[:list(pages).index(stem)]
         uses[stem] = [s for s in earlier if s in found]
     return uses

@@ -1,15 +1,13 @@
-"""The book pipeline: jupytext MyST notebooks -> papermill -> executed notebooks -> jupyter-book.
+"""The book pipeline: jupytext MyST notebooks -> papermill (:mod:`~infonce_book.pipeline.execute`)
+-> executed notebooks -> jupyter-book.
 
-* :func:`~infonce_book.pipeline.execute.run_chapter` executes one chapter (and skips it when its
-  source, parameters and ``src/`` are unchanged); :mod:`~infonce_book.pipeline.toc` names the pages;
 * :func:`assemble_site` copies the book's sources to ``<build>/site`` (``site-students``), the
   executed notebooks in place of the ``.md`` chapters, and adds what no chapter has to write: a
   "Rerun this chapter" box and a hidden link to the PDF after each chapter's title, the generated
   sections of the ``<!-- infonce-book: NAME -->`` marker lines (:data:`GENERATED_SECTIONS`), the
   version in the footer, no launch buttons while the repository URL is a placeholder;
 * :func:`build` runs every chapter, assembles the site and runs ``jupyter-book build -n -W
-  --keep-going`` into ``<build>/html`` (``html-students``: :mod:`~infonce_book.pipeline.editions`);
-* :func:`record_timings` measures every chapter for the README's table and the rerun boxes.
+  --keep-going`` into ``<build>/html`` (``html-students``: :mod:`~infonce_book.pipeline.editions`).
 """
 
 from __future__ import annotations
@@ -29,32 +27,21 @@ import nbformat
 import yaml
 from tqdm import tqdm
 
-from .. import __version__
 from ..experiment.ledger import load_records, summary_line
 from ..experiment.paths import atomic_write_text, git_commit, project_root
 from ..experiment.profiles import check_profile
 from ..utils.device import resolve_device
 from .citation import cite_markdown, footer_html, repository_is_placeholder
 from .editions import EDITIONS, strip_solutions_site
-from .execute import (
-    PIPELINE_VERSION,
-    THREAD_VARIABLES,
-    ChapterError,
-    RunResult,
-    available_cores,
-    chapter_env,
-    kernel_thread_env,
-    run_chapter,
-)
+from .execute import ChapterError, available_cores, kernel_thread_env, run_chapter
 from .reading_path import reading_path_markdown
-from .reproducibility import appendix_markdown, load_run_info, load_timings, rerun_box
-from .timings import TIMES_FILE, cpu_model, load_average, load_recorded, update_readme
+from .reproducibility import appendix_markdown, rerun_box
+from .timings import TIMES_FILE, cpu_model, load_average, load_recorded
 from .toc import UnknownChapter, back_matter, chapters, executable_pages, resolve_chapter, toc_files
 
-__all__ = ["BOOK_PDF", "EDITIONS", "GENERATED_SECTIONS", "MARKER", "PDF_PLACEHOLDER", "PIPELINE_VERSION",
-           "THREAD_VARIABLES", "ChapterError", "RunResult", "UnknownChapter", "assemble_site", "available_cores",
-           "back_matter", "build", "chapter_env", "chapters", "executable_pages", "html_dir", "kernel_thread_env",
-           "record_timings", "resolve_chapter", "run_chapter", "site_dir", "toc_files"]
+__all__ = ["BOOK_PDF", "EDITIONS", "GENERATED_SECTIONS", "PDF_PLACEHOLDER", "ChapterError", "UnknownChapter",
+           "assemble_site", "available_cores", "back_matter", "build", "chapters", "executable_pages", "html_dir",
+           "kernel_thread_env", "record_timings", "resolve_chapter", "run_chapter", "site_dir", "toc_files"]
 
 #: A page asks for a generated section with a marker line, filled by :func:`assemble_site`: the
 #: "How to cite" entries, the reproducibility appendix, the intro's reading path.
@@ -68,10 +55,9 @@ BOOK_PDF = "book.pdf"
 
 def _insert_after_title(nb, text: str, tag: str) -> None:
     """Insert a markdown cell after the first markdown cell holding a ``# `` title (else first)."""
-    cell = nbformat.v4.new_markdown_cell(text, metadata={"tags": [tag]})
-    titles = [i + 1 for i, c in enumerate(nb.cells)
-              if c.cell_type == "markdown" and any(line.startswith("# ") for line in c.source.splitlines())]
-    nb.cells.insert(titles[0] if titles else 0, cell)
+    at = next((i + 1 for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+               and any(line.startswith("# ") for line in c.source.splitlines())), 0)
+    nb.cells.insert(at, nbformat.v4.new_markdown_cell(text, metadata={"tags": [tag]}))
 
 
 def _inject_config(site: Path, commit: str, *, edition: str = "web") -> None:
@@ -112,10 +98,9 @@ def assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", dev
     if edition not in EDITIONS:
         raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
     site = site_dir(build_dir, edition)
-    if site.exists():
-        for p in site.iterdir():
-            if p.name != "_build":
-                shutil.rmtree(p) if p.is_dir() else p.unlink()
+    for p in site.glob("*"):  # all but Sphinx's own build folder
+        if p.name != "_build":
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
     site.mkdir(parents=True, exist_ok=True)
     for f in ("_config.yml", "_toc.yml"):
         shutil.copy2(root / f, site / f)
@@ -123,7 +108,7 @@ def assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", dev
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
     if (root / "benchmarks" / "results").is_dir():
         shutil.copytree(root / "benchmarks" / "results", site / "benchmarks" / "results", dirs_exist_ok=True)
-    commit, timings, recorded = git_commit(root), load_timings(build_dir), load_recorded(root)
+    commit, recorded = git_commit(root), load_recorded(root)
     pages, not_chapters = chapters(root), back_matter(root)
     numbered = {stem: src for stem, src in pages.items()
                 if str(src.relative_to(root).with_suffix("")) not in not_chapters}
@@ -134,8 +119,7 @@ def assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", dev
         if stem in numbered:
             (site / rel.parent / "_md").mkdir(exist_ok=True)
             shutil.copy2(src, site / rel.parent / "_md" / rel.name)
-            _insert_after_title(nb, rerun_box(stem, src, load_run_info(build_dir, stem), timings,
-                                              f"_md/{rel.name}", __version__, commit, recorded=recorded),
+            _insert_after_title(nb, rerun_box(stem, src, build_dir, f"_md/{rel.name}", commit, recorded),
                                 tag="rerun-box")
             _insert_after_title(nb, PDF_PLACEHOLDER.format(name=f"{stem}.pdf"), tag="pdf-link")
         nbformat.write(nb, (site / rel).with_suffix(".ipynb"))
@@ -206,23 +190,21 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
     tmp_html.rename(html)
     for r in results:
         log(f"  {r.chapter:<20} {r.status:<8} {r.seconds:7.1f} s")
-    records = [r for r in load_records(build_dir / "ledger") if r.get("chapter") in names] \
-        if (build_dir / "ledger").is_dir() else []
+    records = [r for r in load_records(build_dir / "ledger") if r.get("chapter") in names]
     log(f"[book] claims ledger: {summary_line(records)}; `infonce-book ledger` lists them, the book's "
         f"Reproducibility page shows them")
     log(f"[book] {html / 'index.html'}")
     return html / "index.html"
 
 
-def record_timings(root: Path | None = None, *, profiles=("smoke", "standard"), names: list[str] | None = None,
-                   log=print) -> dict:
+def record_timings(root: Path | None = None, *, profiles=("smoke", "standard"), log=print) -> dict:
     """Execute every chapter at each profile on the CPU (forced, in a fresh build folder, so with an
-    empty experiment cache), write :data:`~infonce_book.pipeline.timings.TIMES_FILE` and the README's
-    table; returns what was written."""
+    empty experiment cache) and write :data:`~infonce_book.pipeline.timings.TIMES_FILE` (``infonce-book
+    timings record`` then rewrites the README's table); returns what was written."""
     import torch  # heavy: only the recording needs it
 
     root = (root or project_root()).resolve()
-    names = names or list(chapters(root))
+    names = list(chapters(root))
     out = {**load_recorded(root), "machine": {"cpu": cpu_model(), "cores": available_cores(),
                                               "python": platform.python_version(), "torch": torch.__version__},
            "threads": kernel_thread_env(), "command": "infonce-book timings record"}
@@ -236,5 +218,4 @@ def record_timings(root: Path | None = None, *, profiles=("smoke", "standard"), 
                 "recorded": time.strftime("%Y-%m-%d"), "commit": git_commit(root),
                 "load_average": {"before": before, "after": load_average()}, "seconds": seconds}
     atomic_write_text(root / TIMES_FILE, json.dumps(out, indent=2) + "\n")
-    update_readme(root, list(chapters(root)))
     return out

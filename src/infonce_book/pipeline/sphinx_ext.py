@@ -6,9 +6,12 @@
   configuration script, added twice, kept once.
 * **Links to solutions** read "Solution to Exercise 1.2" from any page, not just "Solution to"
   (sphinx-exercise completes same-page links only): :class:`CompleteSolutionLinks`.
-* **Titles as plain text** where nothing typesets them (the ``<title>``, the search index and the
+* **Titles as plain text** where nothing typesets them (the ``<title>``, the search index, the
   search page's summaries: ``infonce-search.js``), by :func:`~infonce_book.pipeline.tex_text.tex_to_text`.
-* **The index and the proof index**: :mod:`~infonce_book.pipeline.sphinx_index`.
+* **The index**: the glossary's terms, the notation page's bold terms (anchors
+  ``notation-term-<name>``) and every titled numbered result by name, kind and label
+  (:class:`IndexEntries`); the proof index by page, each result by number and title, its label
+  beside it (:class:`ProofIndex`, in place of sphinx-proof's bare labels).
 * **Every screen**: the theme's menu and contents buttons work on phones (``infonce-theme.js``,
   until pydata-sphinx-theme #2451 is fixed); a favicon and a meta description on every page.
 * **A lighter page**: ``templates/layout.html`` drops fontawesome.js and the search index from every
@@ -19,23 +22,47 @@
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
+from collections import defaultdict
 from pathlib import Path
 
 from docutils import nodes
+from sphinx import addnodes
+from sphinx.domains import Index
+from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-from .sphinx_index import plain_text, setup_index
 from .tex_text import SYMBOLS, tex_to_text
 
 STATIC = Path(__file__).resolve().parent / "static"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
-#: sphinx-proof types whose label is shown (the numbered results; proofs have no label).
+#: sphinx-proof types whose label is shown (the numbered results; proofs have no label); the first
+#: six are indexed by name.
 PROOF_TYPES = ("theorem", "lemma", "proposition", "corollary", "definition", "conjecture", "remark",
                "example", "assumption", "axiom", "criterion", "property", "observation", "algorithm",
                "notation")
+RESULT_TYPES = PROOF_TYPES[:6]
+NOTATION_PAGE = "notation"  # the page (basename) whose bold terms are indexed
+_ARTICLE = re.compile(r"^(the|a|an)\s+", re.I)
+
+def _title(node: nodes.Element) -> nodes.title | None:
+    return next((c for c in node.children if isinstance(c, nodes.title)), None)
+
+
+def _is_label(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Element) and "infonce-label" in node.get("classes", [])
+
+
+def plain_text(node: nodes.Node) -> str:
+    """A node's text with its math as plain text ("O(1/k)", not the TeX), our labels left out."""
+    if isinstance(node, nodes.math):
+        return tex_to_text(node.astext())
+    if isinstance(node, nodes.Text):
+        return str(node)
+    return "" if _is_label(node) else "".join(plain_text(c) for c in node.children)
 
 
 def _dedupe_inline_scripts(app, pagename, templatename, context, doctree) -> None:
@@ -80,36 +107,23 @@ def _is_result(node) -> bool:
     return node.get("type") in ("exercise", "exercise-start")  # a sphinx-exercise exercise
 
 
-def _has_label(node) -> bool:
-    return any(isinstance(c, nodes.Element) and "infonce-label" in c.get("classes", []) for c in node.children)
-
-
 def add_labels(app, doctree, docname) -> None:
     """Append each result's and each labelled figure's label to its title or caption."""
     for node in list(doctree.findall(nodes.Element)):
         if isinstance(node, nodes.figure):
             caption = next(iter(node.findall(nodes.caption)), None)
             names = [n for n in node.get("names", []) if n]
-            if caption is not None and names and not _has_label(caption):
-                caption += nodes.Text(" ")
-                caption += label_node(names[0])
+            if caption is not None and names and not any(map(_is_label, caption.children)):
+                caption += [nodes.Text(" "), label_node(names[0])]
             continue
-        if not _is_result(node):
-            continue
-        label = _explicit_label(node)
-        title = next((c for c in node.children if isinstance(c, nodes.title)), None)
-        if label is None or title is None:
-            continue
-        if not _has_label(title):
+        label = _explicit_label(node) if _is_result(node) else None
+        title = _title(node) if label is not None else None
+        if title is not None and not any(map(_is_label, title.children)):
             title += label_node(label)
 
 
-def _add_static(app) -> None:
-    if app.builder.format == "html":
-        app.config.html_static_path.append(str(STATIC))
-
-
 def _add_templates(app, config) -> None:
+    config.html_static_path.append(str(STATIC))  # (the LaTeX builder does not read it)
     if config.html_theme == "sphinx_book_theme":  # the override extends that theme's layout
         config.templates_path.append(str(TEMPLATES))
     if not config.html_favicon:
@@ -185,7 +199,6 @@ def subset_icon_fonts(app, exception) -> None:
         rest = _ICON.sub("", css)
         codes |= {ord(c) for c in rest if 0xE000 <= ord(c) <= 0xF8FF}
         codes |= {int(code, 16) for code in re.findall(r"\\([ef][0-9a-f]{3})\b", rest)}
-    fonts = out / "_static" / "vendor" / "fontawesome" / "webfonts"
     for style, source in (("solid", "fa-solid-900.ttf"), ("regular", "fa-regular-400.ttf")):  # (woff2: brotli)
         options = subset.Options(flavor="woff", layout_features=["*"])
         font = subset.load_font(str(fonts / source), options)
@@ -202,8 +215,6 @@ def optimise_pngs(app, exception, max_rms: float = 1.5) -> None:
     figures have few colours: their PNGs shrink about fourfold, invisibly."""
     if exception is not None or app.builder.format != "html":
         return
-    import io  # the HTML build's figure pass only (below: numpy and Pillow, heavy)
-
     import numpy as np  # heavy: the HTML build's figure pass only
     from PIL import Image, PngImagePlugin  # heavy: the HTML build's figure pass only
 
@@ -222,12 +233,12 @@ def optimise_pngs(app, exception, max_rms: float = 1.5) -> None:
             error = np.asarray(palette.convert("RGB"), float) - np.asarray(image, float)
             if np.sqrt(np.mean(error ** 2)) <= max_rms:
                 candidates.append(palette)
-        best = min((_png_bytes(c, io, text) for c in candidates), key=len)
+        best = min((_png_bytes(c, text) for c in candidates), key=len)
         if len(best) < path.stat().st_size:
             path.write_bytes(best)
 
 
-def _png_bytes(image, io, text=None) -> bytes:
+def _png_bytes(image, text=None) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, "PNG", optimize=True, pnginfo=text, dpi=image.info.get("dpi", (72, 72)))
     return buffer.getvalue()
@@ -310,13 +321,133 @@ class CompleteSolutionLinks(SphinxPostTransform):
             holder.extend(text)
 
 
+def _result_name(node: nodes.Element) -> str | None:
+    title = _title(node)
+    if title is None:
+        return None
+    name = " ".join(plain_text(title).split()).strip()
+    if name.startswith("(") and name.endswith(")"):
+        name = name[1:-1].strip()
+    return name or None
+
+
+def _entry_name(name: str) -> str:
+    """An index heading for a name: the leading article dropped, the first letter capitalised."""
+    name = _ARTICLE.sub("", name)
+    return name[:1].upper() + name[1:]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "term"
+
+
+class IndexEntries(SphinxTransform):
+    """Index entries for the notation page's terms and the titled results (module docstring); runs
+    before Sphinx's domains collect the entries (priority 850)."""
+
+    default_priority = 840
+
+    def apply(self, **kwargs) -> None:
+        docname = self.env.docname
+        if docname.rsplit("/", 1)[-1] == NOTATION_PAGE:
+            self._notation_terms(docname)
+        for node in list(self.document.findall(nodes.Element)):
+            if node.get("realtype") not in RESULT_TYPES or node.get("countertype") is None:
+                continue
+            label = node.get("label") or ""
+            name = _result_name(node)
+            ids = node.get("ids") or []
+            if not name or not ids or not label or label.startswith(f"{node['realtype']}-"):
+                continue
+            entry = ("single", f"{_entry_name(name)}; {node['realtype']} {label}", ids[0], "", None)
+            node.parent.insert(node.parent.index(node), addnodes.index(entries=[entry]))
+
+    def _notation_terms(self, docname: str) -> None:
+        seen: set[str] = set()
+        for strong in list(self.document.findall(nodes.strong)):
+            term = " ".join(plain_text(strong).split()).strip(" :")
+            if not term:
+                continue
+            anchor = f"notation-term-{_slug(term)}"
+            while anchor in seen:
+                anchor += "-"
+            seen.add(anchor)
+            strong["ids"].append(anchor)
+            index = addnodes.index(entries=[("single", _entry_name(term), anchor, "", None)])
+            strong.parent.insert(strong.parent.index(strong), index)
+
+
+class ProofIndex(Index):
+    """sphinx-proof's proof index, with each result's number and title (module docstring)."""
+
+    name = "prf"
+    localname = "Proof Index"
+    shortname = "Proof"
+
+    def generate(self, docnames=None):
+        env = self.domain.env
+        proofs = getattr(env, "proof_list", {}) or {}
+        names = getattr(env, "infonce_result_names", {})
+        content = defaultdict(list)
+        order = {doc: i for i, doc in enumerate(_toc_order(env))}
+        for label, values in proofs.items():
+            doc = values["docname"]
+            if docnames and doc not in docnames:
+                continue
+            number = env.toc_fignumbers.get(doc, {}).get(values["countertype"], {}).get(label)
+            kind = values["realtype"].capitalize()
+            head = f"{kind} {'.'.join(map(str, number))}" if number else kind
+            title = names.get(label)
+            entry = f"{head} ({title})" if title else head
+            extra = "" if label.startswith(f"{values['realtype']}-") else label
+            content[(order.get(doc, 1 << 20), doc)].append(
+                (entry, 0, doc, label, extra, "", "", tuple(number or ())))
+        out = []
+        for (_, doc), entries in sorted(content.items()):
+            entries.sort(key=lambda e: e[-1])
+            heading = " ".join(plain_text(env.titles[doc]).split()) if doc in env.titles else doc
+            out.append((heading, [e[:-1] for e in entries]))
+        return out, True
+
+
+def _toc_order(env) -> list[str]:
+    """The documents in reading order (the master document's toctree, depth first)."""
+    order, stack = [], [env.config.root_doc]
+    while stack:
+        doc = stack.pop(0)
+        if doc in order:
+            continue
+        order.append(doc)
+        stack[0:0] = env.toctree_includes.get(doc, [])
+    return order
+
+
+def _record_result_names(app, doctree) -> None:
+    env = app.env
+    store = env.__dict__.setdefault("infonce_result_names", {})
+    for node in doctree.findall(nodes.Element):
+        if node.get("countertype") is not None and node.get("label"):
+            name = _result_name(node)
+            if name:
+                store[node["label"]] = name
+
+
+def _purge(app, env, docname) -> None:
+    store = getattr(env, "infonce_result_names", {})
+    for label in [lab for lab, v in getattr(env, "proof_list", {}).items() if v.get("docname") == docname]:
+        store.pop(label, None)
+
+
+def _merge(app, env, docnames, other) -> None:
+    env.__dict__.setdefault("infonce_result_names", {}).update(getattr(other, "infonce_result_names", {}))
+
+
 def setup(app):
     app.set_html_assets_policy("always")
     app.connect("html-page-context", _dedupe_inline_scripts, priority=900)
     app.connect("html-page-context", _page_extras)
     app.connect("html-page-context", _drop_unused_design, priority=950)
     app.connect("config-inited", _add_templates)
-    app.connect("builder-inited", _add_static)
     app.connect("build-finished", subset_icon_fonts)
     app.connect("build-finished", optimise_pngs)
     app.connect("doctree-resolved", add_labels)
@@ -326,5 +457,12 @@ def setup(app):
     app.connect("builder-inited", _plain_search_index)
     app.connect("html-page-context", _plain_page_title, priority=800)
     app.add_post_transform(CompleteSolutionLinks)
-    setup_index(app)
+    app.add_transform(IndexEntries)
+    app.connect("doctree-read", _record_result_names)
+    app.connect("env-purge-doc", _purge, priority=400)  # before sphinx-proof forgets the page's results
+    app.connect("env-merge-info", _merge)
+    domain = app.registry.domains.get("prf")
+    if domain is not None:  # sphinx-proof's domain, with this proof index instead of its own
+        indices = [ProofIndex if getattr(i, "name", "") == "prf" else i for i in domain.indices]
+        app.add_domain(type(domain.__name__, (domain,), {"indices": indices}), override=True)
     return {"version": "3", "parallel_read_safe": True, "parallel_write_safe": True}

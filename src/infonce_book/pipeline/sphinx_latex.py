@@ -3,23 +3,19 @@
 Listed in ``_config.yml`` ``extra_extensions``; nothing here changes the HTML build.
 
 * **Print is the text, the web is the laboratory** (:class:`PrintOnly`): the PDFs leave out the
-  code cells' sources and their code outputs (what remains of a cell is its figures and tables),
-  the tables of claims-ledger records (a cell that calls ``ledger_view``; the chapters' prose keeps
-  the one-line verdict summary) and the build notes (the "Rerun this chapter" box) -- except in
-  the back matter, which keeps its tables; a table's column of code names, headed "code", is left
-  out too (and a table of code names only, with its section). A long table's web preview and collapsed box are
-  ``{only}`` blocks (:mod:`infonce_book.experiment.tables`): print has the full table once.
-* **Numbering as on the web**: chapters 1-6 numbered, the front and back matter not
-  (``secnumdepth`` switched around their pages); sphinx-jupyterbook-latex's section-level figure
-  numbering is set back to the web's chapter level, so results read "Theorem 5.9", not "5.5.3".
-* **References with numbers and pages** (:class:`NumberedReferences`): a reference to a section
-  prints "Section 5.3", to a result "Theorem 5.9", each followed by its page "(p. 134)".
+  code cells' sources and code outputs (figures and tables remain), the cells that show
+  claims-ledger tables (``ledger_view``; the prose keeps the one-line verdict summary) and the
+  "Rerun this chapter" box -- except in the back matter, which keeps its tables; a table column
+  headed "code" goes too (and a table of code names only, with its section). A long table's web
+  preview and collapsed box are ``{only}`` blocks (:mod:`infonce_book.experiment.tables`).
+* **Numbering as on the web** (:class:`FrontAndBackMatter`): chapters 1-6 numbered, the front and
+  back matter not; results numbered by chapter ("Theorem 5.9", not sphinx-jupyterbook-latex's "5.5.3").
+* **References with numbers and pages** (:class:`NumberedReferences`): "Section 5.3 (p. 134)",
+  "Theorem 5.9 (p. 134)".
 * **Results set as a textbook sets them**: sphinx-proof's and sphinx-exercise's boxes become the
   environments of ``infoncebook.sty`` (bold head with number and title; theorem statements in
-  italics; proofs with amsthm's ``proof``, ending in a square; all of them break across pages).
-* **Tables**: no number or word is ever split: numbers in columns of natural width (never
-  wrapped), no hyphenation; a table set smaller when its widest row would not fit the text width,
-  and when even that does not fit, its text columns wrap between words.
+  italics; proofs with amsthm's ``proof``; all of them break across pages).
+* **Tables**: no number or word is ever split (:meth:`FrontAndBackMatter._natural_width`).
 * ``bbm.sty``: ``jupyterBook.cls`` loads it for four macros the book does not use; a two-line
   stand-in (``\\mathbbm`` as ``\\mathbb``) spares Debian's 1.5 GB ``texlive-fonts-extra``.
 """
@@ -35,8 +31,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 
 __all__ = ["PrintOnly", "NumberedReferences", "setup"]
 
-HERE = Path(__file__).resolve().parent
-STYLE = HERE / "infoncebook.sty"
+STYLE = Path(__file__).resolve().parent / "infoncebook.sty"
 #: Docnames (``book/<name>``) whose pages keep their ledger tables in print: the back matter.
 KEEPS_LEDGER = ("book/robustness", "book/cite", "book/appendix_reproducibility", "book/references")
 #: Source fragments of a code cell whose whole output is left out of print.
@@ -282,10 +277,7 @@ _BOX = "\n\\begin{sphinxadmonition}{note}"  # what both extensions open their re
 
 
 def _rindex(body: list, item: str) -> int:
-    for i in range(len(body) - 1, -1, -1):
-        if body[i] == item:
-            return i
-    raise ValueError(item)
+    return len(body) - 1 - body[::-1].index(item)
 
 
 def _as_environment(depart, env_of):
@@ -299,10 +291,6 @@ def _as_environment(depart, env_of):
         self.body[start] = "\n\\begin{%s}" % env
         self.body[-1] = "\\end{%s}\n" % env
     return _depart
-
-
-def _result_env(node) -> str:
-    return "infonceupright" if node.get("realtype") in UPRIGHT else "infoncetheorem"
 
 
 class _Proof(SphinxPostTransform):
@@ -372,11 +360,12 @@ def _override_results(app) -> None:
     import sphinx_exercise.nodes as ex  # optional: book extensions, loaded by Sphinx before this one
     import sphinx_proof.nodes as prf  # optional: as above
 
+    env_of = lambda n: "infonceupright" if n.get("realtype") in UPRIGHT else "infoncetheorem"  # noqa: E731
     for cls in set(prf.NODE_TYPES.values()) | {prf.unenumerable_node}:
         enumerable = cls is not prf.unenumerable_node
         visit = prf.visit_enumerable_node if enumerable else prf.visit_unenumerable_node
         depart = prf.depart_enumerable_node if enumerable else prf.depart_unenumerable_node
-        app.add_node(cls, override=True, latex=(visit, _as_environment(depart, _result_env)))
+        app.add_node(cls, override=True, latex=(visit, _as_environment(depart, env_of)))
     for cls, visit, depart in ((ex.exercise_node, ex.visit_exercise_node, ex.depart_exercise_node),
                                (ex.exercise_enumerable_node, ex.visit_exercise_enumerable_node,
                                 ex.depart_exercise_enumerable_node),

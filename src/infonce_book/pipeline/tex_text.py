@@ -80,30 +80,20 @@ def _wrap(text: str) -> str:
 
 def _command(name: str, tex: str, i: int) -> tuple[str, int]:
     """The text of the command ``\\name`` whose arguments start at ``tex[i]``."""
+    if name in _DROP or name in _SPACE:
+        return _SPACE.get(name, ""), i
+    if name not in _PLAIN and name not in _ACCENTS and name not in ("mathbb", "frac", "dfrac", "tfrac", "sqrt"):
+        return SYMBOLS.get(name, name), i
+    arg, i = _group(tex, i)
     if name == "mathbb":
-        arg, i = _group(tex, i)
         return "".join(_BLACKBOARD.get(c, c) for c in arg), i
-    if name in _PLAIN:
-        arg, i = _group(tex, i)
-        return tex_to_text(arg), i
-    if name in _ACCENTS:
-        arg, i = _group(tex, i)
-        text = tex_to_text(arg)
-        return (text + _ACCENTS[name] if len(text) == 1 else f"{name}({text})"), i
+    text = tex_to_text(arg)
     if name in ("frac", "dfrac", "tfrac"):
-        num, i = _group(tex, i)
         den, i = _group(tex, i)
-        num, den = tex_to_text(num), tex_to_text(den)
-        return f"{_wrap(num)}/{_wrap(den)}", i
-    if name == "sqrt":
-        arg, i = _group(tex, i)
-        text = tex_to_text(arg)
-        return ("√" + text if len(text) == 1 else f"√({text})"), i
-    if name in _DROP:
-        return "", i
-    if name in _SPACE:
-        return _SPACE[name], i
-    return SYMBOLS.get(name, name), i
+        return f"{_wrap(text)}/{_wrap(tex_to_text(den))}", i
+    if name in _ACCENTS:
+        return (text + _ACCENTS[name] if len(text) == 1 else f"{name}({text})"), i
+    return (("√" + text if len(text) == 1 else f"√({text})") if name == "sqrt" else text), i
 
 
 def tex_to_text(tex: str) -> str:

@@ -1,11 +1,7 @@
-"""Recorded chapter times: one file (:data:`TIMES_FILE`) that the README's table and every page's
-rerun box both read.
-
-``infonce-book timings record`` (:func:`infonce_book.pipeline.run.record_timings`) executes every
-chapter, forced and with an empty experiment cache, at the smoke and the standard profile on the CPU
-and writes the seconds, the machine, the kernels' thread settings, the load average before and after
-and the commit; then :func:`update_readme` rewrites the README's table between its markers
-(``infonce-book timings readme`` does only that). Standard library only: the light commands import it.
+"""Recorded chapter times: one file (:data:`TIMES_FILE`, written by ``infonce-book timings record``:
+:func:`infonce_book.pipeline.run.record_timings`) that the README's table (:func:`update_readme`) and
+every page's rerun box read; and each build folder's own times (``<build>/timings.json``). Standard
+library only: the light commands import it.
 """
 
 from __future__ import annotations
@@ -24,10 +20,19 @@ README_START = "<!-- infonce-book: chapter-times -->"
 README_END = "<!-- /infonce-book: chapter-times -->"
 
 
+def read_json(path: Path) -> dict:
+    """A JSON file's content, ``{}`` when there is no such file."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
 def load_recorded(root: Path) -> dict:
     """The recorded times (:data:`TIMES_FILE` under ``root``), or ``{}`` if there are none."""
-    path = Path(root) / TIMES_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return read_json(Path(root) / TIMES_FILE)
+
+
+def load_timings(build_dir: Path) -> dict[str, dict[str, float]]:
+    """``{profile: {chapter: seconds}}`` from ``<build>/timings.json`` (empty if absent)."""
+    return read_json(Path(build_dir) / "timings.json")
 
 
 def fmt_seconds(s: float | None, missing: str = "not recorded") -> str:
@@ -50,11 +55,9 @@ def readme_table(recorded: dict, chapters: list[str]) -> str:
     for stem in chapters:
         lines.append(f"| `{stem}` | " + " | ".join(fmt_seconds(seconds_of(recorded, p, stem))
                                                   for p in RECORDED_PROFILES) + " |")
-    totals = []
-    for p in RECORDED_PROFILES:
-        vals = [seconds_of(recorded, p, stem) for stem in chapters]
-        totals.append(fmt_seconds(sum(vals)) if vals and None not in vals else "not recorded")
-    lines.append("| all chapters | " + " | ".join(totals) + " |")
+    columns = [[seconds_of(recorded, p, stem) for stem in chapters] for p in RECORDED_PROFILES]
+    lines.append("| all chapters | " + " | ".join(fmt_seconds(sum(c)) if c and None not in c else "not recorded"
+                                                  for c in columns) + " |")
     m, threads = recorded.get("machine", {}), recorded.get("threads", {})
     where = [f"{m.get('cpu', 'unknown CPU')}, {m.get('cores', '?')} cores, Python {m.get('python', '?')}, "
              f"torch {m.get('torch', '?')}, kernel threads {threads.get('OMP_NUM_THREADS', '?')} "
@@ -108,7 +111,6 @@ def load_average() -> float | None:
 def record_timing(build_dir: Path, stem: str, profile: str, seconds: float) -> None:
     """Put one chapter run's execution time into ``<build_dir>/timings.json`` (``{profile: {stem:
     seconds}}``, rounded to 0.01 s; the rerun boxes and the GPU check's bundle read it)."""
-    path = Path(build_dir) / "timings.json"
-    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    data = load_timings(build_dir)
     data.setdefault(profile, {})[stem] = round(seconds, 2)
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True))
+    atomic_write_text(Path(build_dir) / "timings.json", json.dumps(data, indent=2, sort_keys=True))

@@ -1,13 +1,10 @@
-"""The PDFs of the book, typeset by LaTeX through jupyter-book's own builder.
-
-``infonce-book pdf`` runs ``jupyter-book build --builder pdflatex`` on the site that ``infonce-book
-build`` assembled (``<build>/site``, or ``site-students``): Sphinx's LaTeX builder writes ``book.tex``
-(what the print leaves out and how it numbers: :mod:`~infonce_book.pipeline.sphinx_latex`; the style:
-``infoncebook.sty``) and ``latexmk`` typesets it with XeLaTeX (``make tex-deps``). From the book it
-writes ``book.pdf``, ``appendix.pdf`` (the back matter) and ``<chapter>.pdf`` per chapter, with the
-book's page numbers, to ``<build>/pdf`` (``pdf-students``), copies them into the HTML build and turns
-on the hidden links to them (:data:`~infonce_book.pipeline.run.PDF_PLACEHOLDER`). A LaTeX error or
-an undefined reference in the log stops it (:class:`PdfError`).
+"""The PDFs of the book: ``infonce-book pdf`` runs ``jupyter-book build --builder pdflatex`` on the
+site that ``infonce-book build`` assembled (``<build>/site``, ``site-students``; the LaTeX side:
+:mod:`~infonce_book.pipeline.sphinx_latex` and ``infoncebook.sty``; XeLaTeX from ``make tex-deps``),
+splits ``book.pdf`` into ``appendix.pdf`` (the back matter) and one ``<chapter>.pdf`` per chapter with
+the book's page numbers, in ``<build>/pdf`` (``pdf-students``), copies them into the HTML build and
+turns on the links to them (:data:`~infonce_book.pipeline.run.PDF_PLACEHOLDER`). A LaTeX error or an
+undefined reference in the log stops it (:class:`PdfError`).
 """
 
 from __future__ import annotations
@@ -62,10 +59,8 @@ def page_marks(aux: Path) -> list[tuple[str, int, str]]:
 def log_problems(log: Path) -> list[str]:
     """The LaTeX errors and undefined references (and citations) of a LaTeX log."""
     text = log.read_text(encoding="utf-8", errors="replace")
-    errors = [line for line in text.splitlines() if line.startswith("! ")]
-    undefined = re.findall(r"LaTeX Warning: (?:Reference|Citation|Hyper reference) `[^']*' on page \S+ undefined",
-                           text)
-    return errors + undefined
+    return [line for line in text.splitlines() if line.startswith("! ")] + re.findall(
+        r"LaTeX Warning: (?:Reference|Citation|Hyper reference) `[^']*' on page \S+ undefined", text)
 
 
 def _run_jupyter_book(site: Path, paper: str, log) -> Path:
@@ -158,10 +153,9 @@ def build_pdfs(build_dir: Path, root: Path, *, edition: str = "web", paper: str 
             _write_pages(reader, first, last, page, f"{title}: {stems[doc]}", path)
             result.chapters[stems[doc]], result.first_page[path.name] = path, page
     if back_pages:
-        result.appendix = out_dir / APPENDIX_PDF
-        first, page = back_pages[0][0], back_pages[0][2]
-        _write_pages(reader, first, back_pages[-1][1], page, f"{title}: appendix", result.appendix)
-        result.first_page[APPENDIX_PDF] = page
+        (first, _, page), last = back_pages[0], back_pages[-1][1]
+        result.appendix, result.first_page[APPENDIX_PDF] = out_dir / APPENDIX_PDF, page
+        _write_pages(reader, first, last, page, f"{title}: appendix", result.appendix)
     log(f"[pdf] {result.book} ({len(reader.pages)} pages), {len(result.chapters)} chapter PDFs"
         + (f", {result.appendix}" if result.appendix else ""))
     activate_pdf_links(html, out_dir)
@@ -177,17 +171,15 @@ def _index_page(marks, reader) -> int:
     return last
 
 
-def activate_pdf_links(html: Path, pdf_dir: Path) -> list[Path]:
+def activate_pdf_links(html: Path, pdf_dir: Path) -> None:
     """Copy the PDFs into ``html/pdf/`` and turn each hidden placeholder whose PDF exists into a
-    visible link (see :data:`~infonce_book.pipeline.run.PDF_PLACEHOLDER`); returns the pages
-    changed."""
+    visible link (see :data:`~infonce_book.pipeline.run.PDF_PLACEHOLDER`)."""
     html, pdf_dir = Path(html), Path(pdf_dir)
     dest = html / "pdf"
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir()
     for pdf in pdf_dir.glob("*.pdf"):
         shutil.copy2(pdf, dest / pdf.name)
-    changed = []
     for page in sorted(html.rglob("*.html")):
         text = page.read_text(encoding="utf-8")
         if "infonce-pdf" not in text:
@@ -205,5 +197,3 @@ def activate_pdf_links(html: Path, pdf_dir: Path) -> list[Path]:
         new = _PLACEHOLDER_RE.sub(link, text)
         if new != text:
             page.write_text(new, encoding="utf-8")
-            changed.append(page)
-    return changed
