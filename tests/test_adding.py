@@ -117,7 +117,7 @@ def test_a_chapter_inserted_in_the_middle_and_a_model_follow_the_readme(tmp_path
     env = {**os.environ, "PYTHONPATH": str(repo / "src"), "INFONCE_BOOK_ROOT": str(repo)}
     probe = subprocess.run(
         [sys.executable, "-c", "from infonce_book.experiment.toc import chapter_stems; "
-         "from infonce_book.pipeline.toc import chapters; "
+         "from infonce_book.pipeline.pages import chapters; "
          "from infonce_book.pipeline.timings import readme_table, load_recorded; import pathlib; "
          "from infonce_book.models import MODELS; r = pathlib.Path('.'); "
          "print(chapter_stems(r)); print(list(chapters(r))); print(sorted(MODELS)); "

@@ -134,7 +134,7 @@ def _main(argv=None) -> int:
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     try:
         if args.command == "chapters":
-            from .toc import back_matter, executable_pages  # yaml ([book] extra): per command
+            from .pages import back_matter, executable_pages  # yaml ([book] extra): per command
 
             not_chapters = back_matter(root)
             for name, path in executable_pages(root).items():

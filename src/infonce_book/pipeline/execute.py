@@ -25,8 +25,8 @@ from ..experiment.paths import PIPELINE_ENV, atomic_write_text, project_root, so
 from ..experiment.profiles import check_profile
 from ..utils.device import resolve_device
 from ..utils.validation import check_seed
+from .pages import resolve_chapter
 from .timings import record_timing
-from .toc import resolve_chapter
 
 PIPELINE_VERSION = "1"
 #: Thread settings of the chapter kernel, and the defaults :func:`kernel_thread_env` gives them.

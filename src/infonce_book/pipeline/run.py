@@ -34,10 +34,10 @@ from ..utils.device import resolve_device
 from .citation import cite_markdown, footer_html, repository_is_placeholder
 from .editions import EDITIONS, strip_solutions_site
 from .execute import ChapterError, available_cores, kernel_thread_env, run_chapter
+from .pages import UnknownChapter, back_matter, chapters, executable_pages, resolve_chapter, toc_files
 from .reading_path import reading_path_markdown
 from .reproducibility import appendix_markdown, rerun_box
 from .timings import TIMES_FILE, cpu_model, load_average, load_recorded
-from .toc import UnknownChapter, back_matter, chapters, executable_pages, resolve_chapter, toc_files
 
 __all__ = ["BOOK_PDF", "EDITIONS", "GENERATED_SECTIONS", "PDF_PLACEHOLDER", "ChapterError", "UnknownChapter",
            "assemble_site", "available_cores", "back_matter", "build", "chapters", "executable_pages", "html_dir",

@@ -18,8 +18,8 @@ from pathlib import Path
 import yaml
 
 from .editions import EDITIONS
+from .pages import back_matter, chapters
 from .run import BOOK_PDF, PDF_PLACEHOLDER, html_dir, jupyter_book, site_dir
-from .toc import back_matter, chapters
 
 __all__ = ["APPENDIX_PDF", "PAPERS", "TEX_TOOLS", "PdfBuild", "PdfError", "activate_pdf_links", "build_pdfs",
            "log_problems", "page_marks"]
