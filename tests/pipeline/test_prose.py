@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from infonce_book.pipeline import toc
+from infonce_book.pipeline import pages
 
 ROOT = Path(__file__).resolve().parents[2]
-STEMS = [s for s in toc.chapters(ROOT) if f"book/{s}" not in toc.back_matter(ROOT)]
+STEMS = [s for s in pages.chapters(ROOT) if f"book/{s}" not in pages.back_matter(ROOT)]
 
 
 def _by_chapter(stems=STEMS):
