@@ -158,3 +158,43 @@ def test_checked_calls_still_raise_past_float32():
     z1, z2 = _aligned()
     with pytest.raises(OverflowError, match="logit_scale"):
         L.info_nce_in_batch(z1, z2, logit_scale=torch.tensor(95.0))
+
+
+@pytest.fixture
+def one_process_group(tmp_path):
+    """A gloo group of this process alone: ``gather=True`` then scores the same candidates as the
+    local paths, through the gather's autograd functions."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        pytest.skip("this torch build has no torch.distributed")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'init'}", rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+GATHERED = ("clip", "clip-rows", "clip-labels", "nt_xent", "nt_xent-labels")
+
+
+@pytest.mark.parametrize("variant", ["standard", "decoupled"])
+def test_gathered_paths_past_the_cap(one_process_group, variant):
+    """``gather=True``: values never NaN and as the float64 loss at every scale; gradients finite and
+    right where representable (46 and 88, and the standard variant's leading rows at 95 and 200).
+    Where the loss itself is -inf (decoupled, 95 and 200: the true value is beyond float32), an input
+    scored in two roles gets gradients of opposite infinite signs, whose sum is not a number: that
+    case is left out (the true gradient overflows float32 too). The mean only: the gathered forms
+    score each positive by its own product, as the explicit forms do, so a row whose positive is
+    duplicated among its candidates (``_mixed``) ties only up to rounding, which past the cap is
+    +-inf where the local forms (one product for both) give the row's exact log(count)."""
+    for path in GATHERED:
+        for data in (_mixed, _aligned):
+            z1, z2 = data()
+            for s in SCALES:
+                got = _run(path, z1, z2, s, torch.float32, variant=variant, gather=True)
+                ref = _run(path, z1, z2, s, torch.float64, variant=variant)
+                _check_value(got[0], ref[0], s)
+                if data is _aligned and (variant == "standard" or s < 90):
+                    for g, r in zip(got[1:], ref[1:]):
+                        _check_grad(g, r)

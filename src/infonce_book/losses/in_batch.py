@@ -160,7 +160,9 @@ def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Ten
             tiles of ``2^21`` logits above ``2^22``: memory ``O(B d + B x tile)``, as Inf-CL).
         gather: score the candidates of every process of ``group`` (``torch.distributed``, with
             gradients back to their owners; :func:`infonce_book.losses.gather_with_grad`); the
-            local rows are the anchors. Every process must call it alike.
+            local rows are the anchors. Every process must call it alike. Each positive is then
+            scored by its own product, as in :func:`~infonce_book.losses.info_nce`: a positive
+            repeated among its row's candidates ties with it up to rounding only.
         group: the process group for ``gather`` (``None``: the default group).
         check_values: as in :func:`infonce_book.losses.info_nce` (default None: checks in eager
             mode, none under ``torch.compile``; False reads no value on the host, so nothing waits
@@ -230,14 +232,17 @@ def info_nce_in_batch(z1: torch.Tensor, z2: torch.Tensor, tau: float | torch.Ten
     (a1, a2), tau_value, tau_tensor, stretch = _anchors((z1, z2), tau_value, tau_tensor, dtype, scale)
     exclude = (offset + torch.arange(B, device=z1.device)).unsqueeze(-1)  # each row's own positive
     unit_norm = ((c1, "z1"), (c2, "z2")) if require_unit_norm and values_checked() else ()  # gathered: all raise alike
+    # Past the scale's cap, rows of a decoupled loss may overflow to +inf and -inf: each half is then
+    # reduced on its own, with the stretch applied to the reduced parts (:func:`.combine_stretched`).
+    halves = reduction if symmetric and stretch is not None and variant.linear_rows else "none"
     rows = embedding_loss(a1, z2, c2, tau_value, tau_tensor, variant, chunk_size, dtype,
-                          "none" if symmetric else reduction, unit_norm, exclude=exclude, stretch=stretch)
+                          halves if symmetric else reduction, unit_norm, exclude=exclude, stretch=stretch)
     if not symmetric:
         return rows
-    columns = embedding_loss(a2, z1, c1, tau_value, tau_tensor, variant, chunk_size, dtype, "none",
+    columns = embedding_loss(a2, z1, c1, tau_value, tau_tensor, variant, chunk_size, dtype, halves,
                              exclude=exclude, stretch=stretch)
     pairs = rows * 0.5 + columns * 0.5  # (each half first: the sum of two finite rows may overflow)
-    return finite_loss(pairs, reduction, dtype, tau_value)
+    return pairs if halves != "none" else finite_loss(pairs, reduction, dtype, tau_value)
 
 
 @without_autocast
