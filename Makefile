@@ -69,7 +69,7 @@ pdf-students: book-students tex-deps
 	$(BIN)/infonce-book pdf --edition students --paper $(PAPER)
 
 timings: $(VENV)/.installed
-	$(BIN)/infonce-book timings record
+	$(BIN)/python benchmarks/chapter_times.py record
 
 smoke: $(VENV)/.installed
 	$(BIN)/infonce-book build --profile smoke --device $(DEVICE) --seed $(SEED)

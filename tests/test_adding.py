@@ -117,10 +117,11 @@ def test_a_chapter_inserted_in_the_middle_and_a_model_follow_the_readme(tmp_path
     env = {**os.environ, "PYTHONPATH": str(repo / "src"), "INFONCE_BOOK_ROOT": str(repo)}
     probe = subprocess.run(
         [sys.executable, "-c", "from infonce_book.experiment.toc import chapter_stems; "
-         "from infonce_book.pipeline.pages import chapters; "
-         "from infonce_book.pipeline.timings import readme_table, load_recorded; import pathlib; "
+         "from infonce_book.pipeline.pages import executable_pages; "
+         "from infonce_book.pipeline.timings import load_recorded; import pathlib, runpy; "
+         "readme_table = runpy.run_path('benchmarks/chapter_times.py')['readme_table']; "
          "from infonce_book.models import MODELS; r = pathlib.Path('.'); "
-         "print(chapter_stems(r)); print(list(chapters(r))); print(sorted(MODELS)); "
+         "print(chapter_stems(r)); print(list(executable_pages(r))); print(sorted(MODELS)); "
          "print(readme_table(load_recorded(r), chapter_stems(r)))"],
         cwd=repo, env=env, capture_output=True, text=True)
     assert probe.returncode == 0, probe.stderr

@@ -62,8 +62,20 @@ def test_the_paper_is_cited_as_the_source_of_the_claims():
     assert "whiteley2026similarity" in (ROOT / "book" / "cite.md").read_text()
 
 
+def _bibtex(root, commit=None) -> str:
+    """The entries the "How to cite" page shows: the book's, then each citable page's."""
+    meta = citation.book_metadata(root)
+    return "\n\n".join([citation.bibtex_entry(meta, commit)] + [
+        citation.bibtex_entry(meta, commit, file, title) for file, title in citation.citable_pages(root)])
+
+
+def test_the_cite_page_shows_those_entries():
+    page = citation.cite_markdown(ROOT, "abc123")
+    assert all(entry in page for entry in _bibtex(ROOT, "abc123").split("\n\n"))
+
+
 def test_bibtex_has_the_book_and_every_chapter_of_the_toc_with_its_title():
-    bib = citation.bibtex(ROOT, commit="abc123")
+    bib = _bibtex(ROOT, commit="abc123")
     meta = citation.book_metadata(ROOT)
     keys = re.findall(r"^@\w+\{([^,]+),", bib, flags=re.M)
     pages = citation.citable_pages(ROOT)
@@ -95,7 +107,7 @@ def test_a_new_chapter_gets_a_bibtex_entry_without_any_edit(tmp_path):
     (tmp_path / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "book/intro", "parts": [
         {"caption": "New", "chapters": [{"file": "book/c9_new"}]},
         {"caption": "Back matter", "chapters": [{"file": "book/refs"}]}]}))
-    bib = citation.bibtex(tmp_path)
+    bib = _bibtex(tmp_path)
     assert "infoncebook2026-c9_new" in bib and "{A new chapter on $k$}" in bib
     assert "refs" not in bib
 
@@ -121,7 +133,7 @@ def test_a_real_repository_url_turns_the_urls_of_the_entries_on(tmp_path):
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["repository"] = {"url": "https://example.org/someone/fork", "branch": "trunk"}
     (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
-    bib = citation.bibtex(tmp_path)
+    bib = _bibtex(tmp_path)
     assert citation.book_metadata(tmp_path).published is True
     assert "howpublished = {\\url{https://example.org/someone/fork}}" in bib
     assert re.search(r"url += \{https://example\.org/someone/fork/blob/trunk/book/c1_rate\.md\}", bib)

@@ -158,7 +158,7 @@ def test_the_plumbing_check_counts_glue_lines_and_long_lines():
 @book
 def test_no_rendered_code_cell_shows_plumbing_or_long_lines(smoke_book):
     problems = []
-    for stem in pipeline.chapters(ROOT):
+    for stem in pipeline.executable_pages(ROOT):
         nb = nbformat.read(smoke_book.build / "notebooks" / f"{stem}.ipynb", as_version=4)
         problems += plumbing_problems(nb, stem)
     assert problems == []
@@ -206,7 +206,7 @@ def solution_snippets(html_dir: Path) -> list[str]:
 def test_the_student_edition_has_the_exercises_but_no_solution_text(smoke_book, students):
     web = smoke_book.html
     snippets = solution_snippets(web)
-    assert len(snippets) >= len(pipeline.chapters(ROOT))  # the web edition has solutions to look for
+    assert len(snippets) >= len(pipeline.executable_pages(ROOT))  # the web edition has solutions to look for
 
     def corpus(html_dir):
         files = [p for p in html_dir.rglob("*") if p.is_file() and p.suffix in {".html", ".js", ".ipynb", ".md", ".txt"}]

@@ -66,7 +66,7 @@ def figures(chromium, served):
     out = {}
     for width in WIDTHS:
         context = chromium.new_context(viewport={"width": width, "height": 900})
-        for stem in pipeline.chapters(ROOT):
+        for stem in pipeline.executable_pages(ROOT):
             page = context.new_page()
             page.set_default_timeout(120_000)
             page.goto(f"{base}book/{stem}.html", wait_until="load")
@@ -89,7 +89,7 @@ def _png(html: Path, src: str) -> Image.Image:
 
 def test_every_chapter_shows_its_figures(figures):
     for width in WIDTHS:
-        counts = {stem: len(figures["figures"][(width, stem)]) for stem in pipeline.chapters(ROOT)}
+        counts = {stem: len(figures["figures"][(width, stem)]) for stem in pipeline.executable_pages(ROOT)}
         numbered = {stem: n for stem, n in counts.items() if re.match(r"c\d_", stem)}  # Chapters 1-6
         assert len(numbered) >= 6 and all(n >= 3 for n in numbered.values()), (width, counts)
         assert sum(counts.values()) >= 30, (width, counts)
@@ -98,7 +98,7 @@ def test_every_chapter_shows_its_figures(figures):
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_figure_keeps_its_natural_aspect(figures, width):
     bad = []
-    for stem in pipeline.chapters(ROOT):
+    for stem in pipeline.executable_pages(ROOT):
         for f in figures["figures"][(width, stem)]:
             (nw, nh), (w, h) = f["natural"], f["shown"]
             assert nw > 0 and nh > 0 and w > 0 and h > 0, f
@@ -111,7 +111,7 @@ def test_every_figure_keeps_its_natural_aspect(figures, width):
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_figure_keeps_its_labels_at_9_px(figures, width):
     small = []
-    for stem in pipeline.chapters(ROOT):
+    for stem in pipeline.executable_pages(ROOT):
         for f in figures["figures"][(width, stem)]:
             image = _png(figures["html"], f["src"])
             assert PNG_FONT_KEY in image.info, f"{f['number']}: the PNG does not record its smallest font"
@@ -125,7 +125,7 @@ def test_every_figure_keeps_its_labels_at_9_px(figures, width):
 
 def test_every_figure_has_alt_text_that_describes_it(figures):
     bad = []
-    for stem in pipeline.chapters(ROOT):
+    for stem in pipeline.executable_pages(ROOT):
         for f in figures["figures"][(WIDTHS[0], stem)]:
             alt = (f["alt"] or "").strip()
             if (not alt or re.search(r"_images/|\.(png|svg|jpe?g|pdf)\b", alt, re.I)

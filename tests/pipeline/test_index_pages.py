@@ -60,12 +60,12 @@ def test_the_proof_index_shows_numbers_and_titles(smoke_book):
     assert "Theorem 1.3 (The O(1/k) rate, with explicit constants) (c1-thm-rate)" in results, rows[:10]
     bare = [r for r in rows if re.fullmatch(r"[\w-]+", r) and "-" in r]
     assert bare == [], "bare labels in the proof index"
-    chapters = list(pipeline.chapters(ROOT))
+    chapters = list(pipeline.executable_pages(ROOT))
     assert len(results) >= 3 * len([c for c in chapters if c.startswith("c")])
 
 
 def test_every_chapter_links_to_the_glossary(smoke_book):
-    for stem in pipeline.chapters(ROOT):
+    for stem in pipeline.executable_pages(ROOT):
         if not stem.startswith("c"):
             continue
         page = (smoke_book.html / "book" / f"{stem}.html").read_text(encoding="utf-8")
@@ -84,7 +84,7 @@ def test_the_first_page_links_the_indexes_the_chapters_and_their_results(smoke_b
     assert re.search(r'<img [^>]*alt="Top, training', top) and "intro_idea" in top  # the idea in one picture
     chapters = re.search(r'<section id="the-six-chapters-one-result-each">(.*?)</section>', top, re.S).group(1)
     items = re.findall(r"<li>(.*?)</li>", chapters, re.S)
-    stems = [s for s in pipeline.chapters(ROOT) if re.match(r"c\d+_", s)]
+    stems = [s for s in pipeline.executable_pages(ROOT) if re.match(r"c\d+_", s)]
     assert len(items) == len(stems) == 6
     for stem, item in zip(stems, items):
         assert f'href="{stem}.html"' in item

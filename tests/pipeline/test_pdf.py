@@ -63,7 +63,7 @@ def _text(path: Path, layout: bool = False) -> str:
 
 def _numbered_chapters() -> list[str]:
     back = set(pipeline.back_matter(ROOT))
-    return [s for s, p in pipeline.chapters(ROOT).items() if str(p.relative_to(ROOT).with_suffix("")) not in back]
+    return [s for s, p in pipeline.executable_pages(ROOT).items() if str(p.relative_to(ROOT).with_suffix("")) not in back]
 
 
 def test_the_book_the_appendix_and_one_pdf_per_chapter_with_the_books_page_numbers(pdfs, smoke_book):

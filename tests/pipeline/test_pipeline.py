@@ -19,7 +19,7 @@ def project(tmp_path):
 
 
 def test_chapters_are_the_toc_notebooks(project):
-    assert list(pipeline.chapters(project)) == ["ok", "bad"]
+    assert list(pipeline.executable_pages(project)) == ["ok", "bad"]
     with pytest.raises(pipeline.UnknownChapter, match="the executable pages are: ok, bad"):
         pipeline.resolve_chapter("nope", project)
 

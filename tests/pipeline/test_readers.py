@@ -19,6 +19,8 @@ from infonce_book.pipeline import run as pipeline
 from infonce_book.pipeline import timings
 from infonce_book.pipeline.reproducibility import PACKAGES, appendix_markdown
 
+from .test_timings import times
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
@@ -100,7 +102,7 @@ def test_every_chapter_gets_a_rerun_box_after_its_title_with_the_exact_command(p
     assert "make chapter CHAPTER=ok PROFILE=standard DEVICE=auto SEED=0" in box.source
     assert "profile `smoke`, device `cpu`, seed `0`, which took 12 s" in box.source
     assert "`smoke` 12 s; `standard` not measured in this build; `full` 5.0 min" in box.source
-    assert "Expected: no recorded times: `infonce-book timings record` writes" in box.source
+    assert "Expected: no recorded times: `make timings` writes" in box.source
     assert "CUDA GPU" in box.source  # the chapter passes ctx.device to its experiments
     assert "{download}`ok.md <_md/ok.md>`" in box.source
     assert (site / "book" / "_md" / "ok.md").read_text() == CHAPTER
@@ -119,7 +121,7 @@ def test_the_rerun_box_quotes_the_recorded_times_that_the_readme_shows(project):
     box = next(c for c in nbformat.read(site / "book" / "ok.ipynb", as_version=4).cells
                if c.metadata.get("tags") == ["rerun-box"])
     assert "Expected: `smoke` 41 s; `standard` 2.2 min on a 2-core Some CPU" in box.source
-    table = timings.readme_table(recorded, ["ok"])
+    table = times.readme_table(recorded, ["ok"])
     assert "| `ok` | 41 s | 2.2 min |" in table and "| all chapters | 41 s | 2.2 min |" in table
 
 
@@ -228,7 +230,7 @@ def test_repository_url_is_written_in_one_place_and_launch_buttons_use_it():
 @pytest.mark.book
 def test_rendered_pages_carry_version_rerun_box_downloads_launch_buttons_and_back_matter(smoke_book):
     html, meta_url = smoke_book.html, CONFIG["repository"]["url"]
-    executed = list(pipeline.chapters(ROOT))
+    executed = list(pipeline.executable_pages(ROOT))
     chapters = [s for s in executed if f"book/{s}" not in pipeline.back_matter(ROOT)]
     assert "robustness" in executed and "robustness" not in chapters  # back matter: no rerun box, no citation
     robustness = unescape(re.sub(r"<[^>]+>", "", (html / "book" / "robustness.html").read_text()))

@@ -1,6 +1,7 @@
 """One record of chapter times: the README's table is generated from the committed file that the
 rerun boxes quote, and the kernel's thread settings do not oversubscribe the machine."""
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -15,23 +16,34 @@ from .support import OK_CHAPTER, minimal_project
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _recorder():
+    """``benchmarks/chapter_times.py`` (``make timings``), which writes the file and the table."""
+    spec = importlib.util.spec_from_file_location("chapter_times", ROOT / "benchmarks" / "chapter_times.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+times = _recorder()
+
+
 def test_the_readme_table_is_the_recorded_file():
     recorded = timings.load_recorded(ROOT)
     readme = (ROOT / "README.md").read_text()
-    block = re.search(re.escape(timings.README_START) + r".*?" + re.escape(timings.README_END), readme, flags=re.S)
+    block = re.search(re.escape(times.README_START) + r".*?" + re.escape(times.README_END), readme, flags=re.S)
     assert block, "README.md lacks the chapter-times markers"
-    assert block.group(0) == timings.readme_block(recorded, list(pipeline.chapters(ROOT))), (
+    assert block.group(0) == times.readme_block(recorded, list(pipeline.executable_pages(ROOT))), (
         "README.md's table differs from benchmarks/results/cpu/chapter_times.json: run "
-        "`infonce-book timings readme` (or `make timings` to measure again)")
+        "`python benchmarks/chapter_times.py readme` (or `make timings` to measure again)")
 
 
 def test_the_recorded_times_are_of_chapters_that_exist():
     # a chapter without recorded times shows "not recorded" (a new chapter needs no re-recording to pass)
     recorded = timings.load_recorded(ROOT)
-    assert recorded, f"{timings.TIMES_FILE} is missing: run `infonce-book timings record`"
+    assert recorded, f"{timings.TIMES_FILE} is missing: run `make timings`"
     for profile in timings.RECORDED_PROFILES:
         rec = recorded["profiles"][profile]
-        assert set(rec["seconds"]) <= set(pipeline.chapters(ROOT)), profile
+        assert set(rec["seconds"]) <= set(pipeline.executable_pages(ROOT)), profile
         assert all(s > 0 for s in rec["seconds"].values())
         assert {"before", "after"} <= set(rec["load_average"]) and rec["commit"] and rec["recorded"]
     assert recorded["machine"]["cores"] >= 1 and recorded["threads"]["OMP_WAIT_POLICY"] == "PASSIVE"
@@ -46,21 +58,21 @@ def test_the_readme_table_shows_each_chapter_and_the_total(tmp_path):
                              "standard": {"recorded": "2026-01-01", "commit": "abc",
                                           "load_average": {"before": 0.5, "after": 1.0},
                                           "seconds": {"a": 60.0, "b": 200.0}}}}
-    table = timings.readme_table(recorded, ["a", "b"])
+    table = times.readme_table(recorded, ["a", "b"])
     assert "| `a` | 30 s | 60 s |" in table and "| `b` | 100 s | 3.3 min |" in table
     assert "| all chapters | 2.2 min | 4.3 min |" in table
     assert "load average 0.5 before and 1.0 after" in table
-    unrecorded = timings.readme_table(recorded, ["a", "new"])
+    unrecorded = times.readme_table(recorded, ["a", "new"])
     assert "| `new` | not recorded | not recorded |" in unrecorded and "| all chapters | not recorded |" in unrecorded
     # update_readme rewrites only the block between the markers.
-    (tmp_path / "README.md").write_text(f"intro\n{timings.README_START}\nold\n{timings.README_END}\nrest\n")
+    (tmp_path / "README.md").write_text(f"intro\n{times.README_START}\nold\n{times.README_END}\nrest\n")
     path = tmp_path / timings.TIMES_FILE
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(recorded))
-    assert timings.update_readme(tmp_path, ["a", "b"]) is True
+    assert times.update_readme(tmp_path, ["a", "b"]) is True
     text = (tmp_path / "README.md").read_text()
     assert text.startswith("intro\n") and text.endswith("\nrest\n") and "| `a` | 30 s | 60 s |" in text
-    assert timings.update_readme(tmp_path, ["a", "b"]) is False
+    assert times.update_readme(tmp_path, ["a", "b"]) is False
 
 
 def test_the_kernel_gets_one_thread_per_core_and_the_passive_wait_policy():

@@ -117,13 +117,6 @@ def bibtex_entry(meta: BookMetadata, commit: str | None = None, file: str | None
     return f"@{kind}{{{key},\n{body}\n}}"
 
 
-def bibtex(root: Path, commit: str | None = None) -> str:
-    """BibTeX for the book and for every citable page of ``_toc.yml`` (one string)."""
-    meta = book_metadata(root)
-    pages = citable_pages(root)
-    return "\n\n".join([bibtex_entry(meta, commit)] + [bibtex_entry(meta, commit, f, t) for f, t in pages])
-
-
 def source_entry(root: Path, key: str) -> str:
     """The entry ``key`` of ``book/references.bib``, verbatim (it ends with a line ``}``)."""
     text = (root / "book" / "references.bib").read_text(encoding="utf-8")

@@ -1,6 +1,6 @@
 """``infonce-book``: run one chapter (``run``), build the book (``build``), typeset its PDFs
-(``pdf``), record the chapter times (``timings``), print the claims ledger (``ledger``), list the
-executable pages (``chapters``); ``infonce-book --help`` says more."""
+(``pdf``), print the claims ledger (``ledger``), list the executable pages (``chapters``);
+``infonce-book --help`` says more."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from pathlib import Path
 # imported where it runs.
 from ..experiment.paths import project_root
 from ..experiment.profiles import PROFILES
-from . import timings
 from .editions import EDITIONS
 
 #: ``typeset.PAPERS`` and ``utils.device.DEVICES`` (and ``cuda:N``) without importing the print route or
@@ -45,7 +44,6 @@ def _parser() -> argparse.ArgumentParser:
         ("run", "execute one chapter with papermill into _build/notebooks"),
         ("build", "execute every chapter (skipping unchanged ones) and build _build/html"),
         ("pdf", "typeset the built book with LaTeX to _build/pdf (book.pdf, appendix.pdf, one PDF per chapter)"),
-        ("timings", "record the chapter times (README table, rerun boxes)"),
         ("ledger", "print the claims ledger of the last build"),
         ("chapters", "list the executed pages: name, file, and whether it is a chapter or back matter (back "
                      "matter records no claims)"))}
@@ -62,10 +60,6 @@ def _parser() -> argparse.ArgumentParser:
         cmd[name].add_argument("--edition", choices=EDITIONS, default="web", help="web (default: _build/html, "
                                "_build/pdf) or students (no solutions: _build/html-students, _build/pdf-students)")
     cmd["pdf"].add_argument("--paper", choices=sorted(PAPERS), default="a4", help="paper size (default: a4)")
-    cmd["timings"].add_argument("action", choices=("record", "readme"), help="record: execute every chapter at "
-                                "the smoke and standard profiles on the CPU and write "
-                                f"{timings.TIMES_FILE.as_posix()} and the README table; readme: only rewrite "
-                                "the README table from that file")
     cmd["ledger"].add_argument("--format", choices=("json", "table"), default="table")
     cmd["ledger"].add_argument("--id", dest="record_ids", nargs="+", default=None, metavar="ID", help="only these "
                                "records, by id (e.g. 4.C5-rademacher-slope-k) or old id (C5-rademacher-slope-k)")
@@ -169,14 +163,9 @@ def _main(argv=None) -> int:
             if args.command == "run":
                 print(pipeline.run_chapter(args.chapter, profile=args.profile, device=args.device, seed=args.seed,
                                            build_dir=args.build_dir, force=args.force, root=root, log=log).notebook)
-            elif args.command == "build":
+            else:
                 print(pipeline.build(profile=args.profile, device=args.device, seed=args.seed, root=root, log=log,
                                      build_dir=args.build_dir, force=args.force, edition=args.edition))
-            else:  # timings
-                if args.action == "record":
-                    pipeline.record_timings(root, log=log)
-                changed = timings.update_readme(root, list(pipeline.executable_pages(root)))
-                print(f"{root / timings.TIMES_FILE}; README table {'updated' if changed else 'up to date'}")
     except (ValueError, TypeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

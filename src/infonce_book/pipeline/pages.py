@@ -31,10 +31,6 @@ def executable_pages(root: Path | None = None) -> dict[str, Path]:
     return out
 
 
-#: The former name of :func:`executable_pages` (it never meant the six chapters only).
-chapters = executable_pages
-
-
 def back_matter(root: Path | None = None) -> set[str]:
     """The toc files (``book/<name>``) of the "Back matter" part: no rerun box, no citation entry."""
     return {file for file, caption in toc_pages(root or project_root()) if caption.strip().lower() == BACK_MATTER}

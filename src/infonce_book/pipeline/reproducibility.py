@@ -59,7 +59,7 @@ def rerun_box(chapter: str, source: Path, build_dir: Path, md_download: str, com
     expected = ("; ".join(f"`{p}` {fmt_seconds(seconds_of(recorded, p, chapter))}" for p in RECORDED_PROFILES)
                 + f" on a {m.get('cores', '?')}-core {m.get('cpu', 'CPU')} (`{times}`, the same times as the "
                   "README's table)" if recorded.get("profiles")
-                else f"no recorded times: `infonce-book timings record` writes `{times}`")
+                else f"no recorded times: `make timings` writes `{times}`")
     device_note = (
         "Its torch experiments run on the chosen device: `--device auto` uses a CUDA GPU when one is "
         "present and the CPU otherwise (`--device cuda` insists on a GPU; `--profile full` is sized for "

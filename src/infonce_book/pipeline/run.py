@@ -12,15 +12,11 @@
 
 from __future__ import annotations
 
-import json
 import os
-import platform
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import nbformat
@@ -28,20 +24,20 @@ import yaml
 from tqdm import tqdm
 
 from ..experiment.ledger import load_records, summary_line
-from ..experiment.paths import atomic_write_text, git_commit, project_root
+from ..experiment.paths import git_commit, project_root
 from ..experiment.profiles import check_profile
 from ..utils.device import resolve_device
 from .citation import cite_markdown, footer_html, repository_is_placeholder
 from .editions import EDITIONS, strip_solutions_site
 from .execute import ChapterError, available_cores, kernel_thread_env, run_chapter
-from .pages import UnknownChapter, back_matter, chapters, executable_pages, resolve_chapter, toc_files
+from .pages import UnknownChapter, back_matter, executable_pages, resolve_chapter, toc_files
 from .reading_path import reading_path_markdown
 from .reproducibility import appendix_markdown, rerun_box
-from .timings import TIMES_FILE, cpu_model, load_average, load_recorded
+from .timings import load_recorded
 
 __all__ = ["BOOK_PDF", "EDITIONS", "GENERATED_SECTIONS", "PDF_PLACEHOLDER", "ChapterError", "UnknownChapter",
-           "assemble_site", "available_cores", "back_matter", "build", "chapters", "executable_pages", "html_dir",
-           "kernel_thread_env", "record_timings", "resolve_chapter", "run_chapter", "site_dir", "toc_files"]
+           "assemble_site", "available_cores", "back_matter", "build", "executable_pages", "html_dir",
+           "kernel_thread_env", "resolve_chapter", "run_chapter", "site_dir", "toc_files"]
 
 #: A page asks for a generated section with a marker line, filled by :func:`assemble_site`: the
 #: "How to cite" entries, the reproducibility appendix, the intro's reading path.
@@ -109,7 +105,7 @@ def assemble_site(root: Path, build_dir: Path, *, profile: str = "standard", dev
     if (root / "benchmarks" / "results").is_dir():
         shutil.copytree(root / "benchmarks" / "results", site / "benchmarks" / "results", dirs_exist_ok=True)
     commit, recorded = git_commit(root), load_recorded(root)
-    pages, not_chapters = chapters(root), back_matter(root)
+    pages, not_chapters = executable_pages(root), back_matter(root)
     numbered = {stem: src for stem, src in pages.items()
                 if str(src.relative_to(root).with_suffix("")) not in not_chapters}
     for stem, src in pages.items():
@@ -171,7 +167,7 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
     resolve_device(device)
     if edition not in EDITIONS:
         raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
-    names = list(chapters(root))
+    names = list(executable_pages(root))
     results = [run_chapter(stem, profile=profile, device=device, seed=seed, build_dir=build_dir, force=force,
                            root=root, log=log)
                for stem in tqdm(names, desc="chapters", unit="chapter", disable=not sys.stderr.isatty())]
@@ -196,26 +192,3 @@ def build(*, profile: str = "standard", device: str = "auto", seed: int = 0, bui
     log(f"[book] {html / 'index.html'}")
     return html / "index.html"
 
-
-def record_timings(root: Path | None = None, *, profiles=("smoke", "standard"), log=print) -> dict:
-    """Execute every chapter at each profile on the CPU (forced, in a fresh build folder, so with an
-    empty experiment cache) and write :data:`~infonce_book.pipeline.timings.TIMES_FILE` (``infonce-book
-    timings record`` then rewrites the README's table); returns what was written."""
-    import torch  # heavy: only the recording needs it
-
-    root = (root or project_root()).resolve()
-    names = list(chapters(root))
-    out = {**load_recorded(root), "machine": {"cpu": cpu_model(), "cores": available_cores(),
-                                              "python": platform.python_version(), "torch": torch.__version__},
-           "threads": kernel_thread_env(), "command": "infonce-book timings record"}
-    with tempfile.TemporaryDirectory(prefix="infonce-times-") as tmp:
-        for profile in profiles:
-            before = load_average()
-            seconds = {stem: round(run_chapter(stem, profile=profile, device="cpu", seed=0, force=True, root=root,
-                                               build_dir=Path(tmp) / profile, log=log).seconds, 1)
-                       for stem in names}
-            out.setdefault("profiles", {})[profile] = {
-                "recorded": time.strftime("%Y-%m-%d"), "commit": git_commit(root),
-                "load_average": {"before": before, "after": load_average()}, "seconds": seconds}
-    atomic_write_text(root / TIMES_FILE, json.dumps(out, indent=2) + "\n")
-    return out

@@ -15,14 +15,13 @@
 * **Every screen**: the theme's menu and contents buttons work on phones (``infonce-theme.js``,
   until pydata-sphinx-theme #2451 is fixed); a favicon and a meta description on every page.
 * **A lighter page**: ``templates/layout.html`` drops fontawesome.js and the search index from every
-  page but the search page; the icon font is cut to the icons shown (:func:`subset_icon_fonts`); the
-  figures are recompressed (:func:`optimise_pngs`); images load lazily.
+  page but the search page; the icon font is cut to the icons shown (:func:`subset_icon_fonts`);
+  images load lazily (the figures come as 256-colour PNGs: ``experiment.style.glue_figure``).
 """
 
 from __future__ import annotations
 
 import html
-import io
 import json
 import re
 from collections import defaultdict
@@ -206,42 +205,6 @@ def subset_icon_fonts(app, exception) -> None:
         subsetter.populate(unicodes=codes)
         subsetter.subset(font)
         subset.save_font(font, str(out / "_static" / f"infonce-fa-{style}.woff"), options)
-
-
-def optimise_pngs(app, exception, max_rms: float = 1.5) -> None:
-    """Shrink the built figures (``_images/*.png``): an opaque PNG is stored with a palette of 256
-    colours when that changes it by at most ``max_rms`` (root mean square, of 255) and is smaller,
-    otherwise recompressed losslessly; a figure with transparency is only recompressed. Matplotlib's
-    figures have few colours: their PNGs shrink about fourfold, invisibly."""
-    if exception is not None or app.builder.format != "html":
-        return
-    import numpy as np  # heavy: the HTML build's figure pass only
-    from PIL import Image, PngImagePlugin  # heavy: the HTML build's figure pass only
-
-    for path in (Path(app.outdir) / "_images").glob("*.png"):
-        with Image.open(path) as image:
-            image.load()
-        text = PngImagePlugin.PngInfo()  # keep the figure's text chunks (its dpi and smallest font)
-        for key, value in image.info.items():
-            if isinstance(value, str):
-                text.add_text(key, value)
-        if image.mode == "RGBA" and image.getextrema()[3][0] == 255:
-            image = image.convert("RGB")
-        candidates = [image]
-        if image.mode == "RGB":
-            palette = image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-            error = np.asarray(palette.convert("RGB"), float) - np.asarray(image, float)
-            if np.sqrt(np.mean(error ** 2)) <= max_rms:
-                candidates.append(palette)
-        best = min((_png_bytes(c, text) for c in candidates), key=len)
-        if len(best) < path.stat().st_size:
-            path.write_bytes(best)
-
-
-def _png_bytes(image, text=None) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, "PNG", optimize=True, pnginfo=text, dpi=image.info.get("dpi", (72, 72)))
-    return buffer.getvalue()
 
 
 _MATH_SPAN = re.compile(r'<span class="math[^"]*">\s*\\\((?P<tex>.*?)\\\)\s*</span>', re.S)
@@ -449,7 +412,6 @@ def setup(app):
     app.connect("html-page-context", _drop_unused_design, priority=950)
     app.connect("config-inited", _add_templates)
     app.connect("build-finished", subset_icon_fonts)
-    app.connect("build-finished", optimise_pngs)
     app.connect("doctree-resolved", add_labels)
     app.add_css_file("infonce-book.css")
     app.add_js_file("infonce-layout.js", priority=900)  # long inline formulas scroll on a phone

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from .editions import EDITIONS
-from .pages import back_matter, chapters
+from .pages import back_matter, executable_pages
 from .run import BOOK_PDF, PDF_PLACEHOLDER, html_dir, jupyter_book, site_dir
 
 __all__ = ["APPENDIX_PDF", "PAPERS", "TEX_TOOLS", "PdfBuild", "PdfError", "activate_pdf_links", "build_pdfs",
@@ -143,7 +143,7 @@ def build_pdfs(build_dir: Path, root: Path, *, edition: str = "web", paper: str 
     reader = PdfReader(str(result.book))
     marks = page_marks(latex / "book.aux")
     ends = [m[1] - 1 for m in marks[1:]] + [_index_page(marks, reader)]
-    stems = {f"book/{stem}": stem for stem in chapters(root)}
+    stems = {f"book/{stem}": stem for stem in executable_pages(root)}
     back = set(back_matter(root))
     title = str((reader.metadata or {}).get("/Title", ""))
     back_pages = [(abs_, end, page) for (doc, abs_, page), end in zip(marks, ends) if doc in back]
