@@ -32,7 +32,7 @@ import pytest
 from infonce_book.pipeline import pages
 
 ROOT = Path(__file__).resolve().parents[2]
-STEMS = [s for s in pages.chapters(ROOT) if f"book/{s}" not in pages.back_matter(ROOT)]
+STEMS = [s for s in pages.executable_pages(ROOT) if f"book/{s}" not in pages.back_matter(ROOT)]
 
 
 def _by_chapter(stems=STEMS):
