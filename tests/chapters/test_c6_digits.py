@@ -211,13 +211,15 @@ def test_holdout_certificates_are_recorded_with_their_verdicts_and_sentences(led
         for k, cert, needed in ((16, math.log(17) - 0.9 - 0.01 * seed, 200.0), (256, math.log(257) - 0.2 + 0.3 * seed,
                                                                                2.5e4)):
             rows.append({"k": k, "tau": 0.5, "seed": seed, "groups": 899 // (k + 1), "heldout_mean": cert - 0.5,
-                         "bound": cert, "uniform": math.log(k + 1), "upper": 9.0, "images_needed": needed})
+                         "bound": cert, "uniform": math.log(k + 1), "upper": 9.0, "images_needed": needed,
+                         "delta": 0.05})
             evals.append({"k": k, "tau": 0.5, "seed": seed, "test_risk": cert - 0.4})
     table = chapter.ledger_certificates(led, pd.DataFrame(rows), pd.DataFrame(evals))
     rec = led.by_id()
     assert rec["6.C6-digits-holdout-holds"].passed and rec["6.C6-digits-holdout-holds"].measured == pytest.approx(0.4)
     assert rec["6.C6-digits-holdout-informative-k16-tau0.5"].passed
     assert not rec["6.C6-digits-holdout-informative-k256-tau0.5"].passed
+    assert rec["6.C6-digits-holdout-informative-k16-tau0.5"].params["delta"] == 0.05  # the run's level
     assert list(table.passed) == [True, False] and list(table.groups) == [52, 3]
     text = prose.certificate_text(table, 1797, 899)
     assert "below the uniform search" in text and "(k, τ) = (16, 0.5);" in text and "0.91 nats below" in text
@@ -236,3 +238,12 @@ def test_group_losses_are_the_mean_infonce_loss_of_disjoint_groups():
     assert vals.shape == (8,)  # 40 images, groups of k + 1 = 5
     assert np.all(vals <= math.log1p(4 * math.exp(4.0))) and np.all(vals >= math.log1p(4 * math.exp(-4.0)))
     assert np.array_equal(vals, _group_losses(phi, images[:40], 4, 0.5, 7, setup))  # seeded
+    # Group 0 recomputed from the InfoNCE formula in float64: the same seeded partition and views
+    # (anchor: view 0; positive: view 1; negatives: view 2 of the group's other images).
+    order = torch.randperm(40, generator=torch.Generator().manual_seed(7))[:40]
+    bank = digits.AugmentationBank(images[:40][order], 3, torch.Generator().manual_seed(7), **setup.augment)
+    with torch.no_grad():
+        emb = phi(bank.views).double().reshape(8, 5, 3, -1)[0]
+    losses = [torch.logsumexp(torch.stack([emb[i, 0] @ emb[i, 1]] + [emb[i, 0] @ emb[j, 2] for j in range(5) if j != i])
+                              / 0.5, 0) - emb[i, 0] @ emb[i, 1] / 0.5 for i in range(5)]
+    assert float(torch.stack(losses).mean()) == pytest.approx(float(vals[0]), rel=1e-12)

@@ -87,7 +87,8 @@ def ledger_certificates(ledger, certs: pd.DataFrame, table: pd.DataFrame) -> pd.
     * ``C6-digits-holdout-informative-k<k>-tau<tau>``: the certificate minus the uniform search's
       risk ``log(k + 1)``, mean over seeds with its 95% Student-t interval, predicted below 0
       (upper end of the interval): the certificate says that the learned search beats the uniform
-      one on unseen digits. Declared before the first run, at ``delta`` = 0.05 per certificate.
+      one on unseen digits. Declared before the first run, at the level ``delta`` of the certificates
+      (0.05 each).
 
     Returns one row per (k, tau): ``k, tau, groups, heldout`` (held-out risk minus ``log(k+1)``),
     ``cert, cert_low, cert_high`` (certificate minus ``log(k+1)``), ``needed`` (held-out images at
@@ -106,7 +107,8 @@ def ledger_certificates(ledger, certs: pd.DataFrame, table: pd.DataFrame) -> pd.
                             quantity=f"hold-out certificate on L_k - log(k+1) (digits, k = {k})", predicted=0.0,
                             measured=est, rule=Rule.bound("ci_high", "<", note="the uniform search"),
                             params={"model": "digits, SphereMLP", "k": int(k), "tau": float(tau),
-                                    "groups": int(sub.groups.iloc[0]), "n_seeds": int(len(sub)), "delta": 0.05})
+                                    "groups": int(sub.groups.iloc[0]), "n_seeds": int(len(sub)),
+                                    "delta": float(sub.delta.iloc[0])})
         rows.append({"k": int(k), "tau": float(tau), "groups": int(sub.groups.iloc[0]),
                      "heldout": float((sub.heldout_mean - sub.uniform).mean()), "cert": est.mean,
                      "cert_low": est.ci_low, "cert_high": est.ci_high,

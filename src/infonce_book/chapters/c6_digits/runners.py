@@ -158,6 +158,19 @@ def _nn_class(phi, images, labels) -> float:
         return float((labels[sim.argmax(dim=1)] == labels).double().mean())
 
 
+def _each_embedding(setup: DigitsSetup, ks: list, taus: list, n_seeds: int, max_steps: int, batch_size: int,
+                    device: str, seed: int):
+    """``(row, split, phi)`` for every embedding of :func:`train_embeddings` (same arguments): its
+    table row, its split ``(train images, train labels, held-out images, held-out labels)`` and the
+    embedding itself, on the device ``device`` resolves to."""
+    trained = train_embeddings(setup=setup, ks=ks, taus=taus, n_seeds=n_seeds, max_steps=max_steps,
+                               batch_size=batch_size, device=device, seed=seed)
+    dev = resolve_device(device)
+    splits = [_split(setup, seed, s, dev) for s in range(n_seeds)]
+    for _, r in trained.iterrows():
+        yield r, splits[int(r.seed)], embedding_from_state(setup, r.state, dev)
+
+
 @cached
 def evaluate_embeddings(setup: DigitsSetup, ks: list, taus: list, n_seeds: int, max_steps: int, batch_size: int,
                         k_eval: int, eval_aug: int, eval_tuples: int, device: str, seed: int):
@@ -172,22 +185,17 @@ def evaluate_embeddings(setup: DigitsSetup, ks: list, taus: list, n_seeds: int, 
     (nearest-neighbour class agreement of the clean held-out images), ``chance`` (1/(k_eval+1)),
     ``n_eval`` (images per pool).
     """
-    trained = train_embeddings(setup=setup, ks=ks, taus=taus, n_seeds=n_seeds, max_steps=max_steps,
-                               batch_size=batch_size, device=device, seed=seed)
-    dev = resolve_device(device)
     rows = []
     with one_thread():
-        splits = [_split(setup, seed, s, dev) for s in range(n_seeds)]
-        for _, r in trained.iterrows():
-            tr, trl, te, tel = splits[int(r.seed)]
+        for r, (tr, trl, te, tel), phi in _each_embedding(setup, ks, taus, n_seeds, max_steps, batch_size, device,
+                                                          seed):
             n_eval = min(tr.shape[0], te.shape[0])
             tr, trl = _eval_pool(tr, trl, n_eval, _member_seed(seed, int(r.seed)) + 11)
-            phi = embedding_from_state(setup, r.state, dev)
             base = _member_seed(seed, 100 * int(r.k) + int(r.seed))
             risks = {}
             for name, (imgs, lbls) in {"train": (tr, trl), "test": (te, tel)}.items():
                 s_pos, s_neg, _ = _laws(phi, imgs, setup, eval_aug, base + (1 if name == "train" else 2))
-                gen = torch.Generator(device=dev).manual_seed(base + 3)
+                gen = torch.Generator(device=imgs.device).manual_seed(base + 3)
                 out = finite_law_monte_carlo(s_pos, s_neg, float(r.tau), [int(r.k), k_eval], n_per_anchor=eval_tuples,
                                              generator=gen, outputs=("risk", "top1"))
                 risks[name] = float(out["risk"][:, 0].mean())
@@ -235,18 +243,12 @@ def heldout_certificates(setup: DigitsSetup, ks: list, taus: list, n_seeds: int,
     Columns: ``k, tau, seed, groups`` (held-out groups), ``heldout_mean`` (nats), ``bound`` (the
     certificate at level ``1 - delta``), ``uniform`` (``log(k + 1)``), ``upper`` (the range cap),
     ``images_needed`` (held-out images at which the certificate would fall below the uniform
-    search if the held-out moments stayed as measured; :func:`holdout_size_needed`).
+    search if the held-out moments stayed as measured; :func:`holdout_size_needed`), ``delta``.
     """
-    trained = train_embeddings(setup=setup, ks=ks, taus=taus, n_seeds=n_seeds, max_steps=max_steps,
-                               batch_size=batch_size, device=device, seed=seed)
-    dev = resolve_device(device)
     rows = []
     with one_thread():
-        splits = [_split(setup, seed, s, dev) for s in range(n_seeds)]
-        for _, r in trained.iterrows():
+        for r, (tr, _, te, _), phi in _each_embedding(setup, ks, taus, n_seeds, max_steps, batch_size, device, seed):
             k, tau, split = int(r.k), float(r.tau), int(r.seed)
-            tr, _, te, _ = splits[split]
-            phi = embedding_from_state(setup, r.state, dev)
             base = _member_seed(seed, 100 * k + split) + 41
             reference, heldout = (_group_losses(phi, pool, k, tau, base + i, setup) for i, pool in enumerate((tr, te)))
             upper = math.log1p(k * math.exp(2.0 / tau))
@@ -255,7 +257,7 @@ def heldout_certificates(setup: DigitsSetup, ks: list, taus: list, n_seeds: int,
             groups = holdout_size_needed(reference, heldout, upper=upper, delta=delta, target=uniform)
             rows.append({"k": k, "tau": tau, "seed": split, "groups": len(heldout),
                          "heldout_mean": float(heldout.mean()), "bound": cert["bound"], "uniform": uniform,
-                         "upper": upper, "images_needed": groups * (k + 1)})
+                         "upper": upper, "images_needed": groups * (k + 1), "delta": delta})
     return pd.DataFrame(rows)
 
 
