@@ -23,6 +23,8 @@ help:
 	@echo "make test   - lint (ruff), typecheck (mypy) and the whole test suite: the fast and slow tests, and the"
 	@echo "              tests on one smoke build of the book (the GPU rehearsal included; markers book, rehearsal, browser)"
 	@echo "make test-fast - lint, typecheck and every test but the slow and whole-book ones, on TEST_JOBS=$(TEST_JOBS) workers"
+	@echo "make install - create .venv and install the package with its book and test extras (pip install -e \".[book,test]\")"
+	@echo "make lint  - ruff over src, tests, benchmarks and scripts (rules and the 120-character line limit: pyproject.toml)"
 	@echo "make typecheck - mypy over the library's typed packages, losses/ strictly (pyproject.toml [tool.mypy])"
 	@echo "make smoke  - build the book at the smoke profile (minutes on 2 cores)"
 	@echo "make book-students - the student edition (no solutions) in _build/html-students"

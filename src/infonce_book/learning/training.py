@@ -51,7 +51,7 @@ def _frame(rows, columns: list[str] | None = None) -> pd.DataFrame:
         import pandas as pd  # [book] extra: imported when a history is made, not with the package
     except ModuleNotFoundError as err:
         raise ModuleNotFoundError("training histories are pandas DataFrames; install the book's extra: "
-                                  "pip install 'infonce-book[book]'", name="pandas") from err
+                                  "pip install -e '.[book]' in the repository's folder", name="pandas") from err
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -226,8 +226,9 @@ def info_nce_from_similarities(s_pos: torch.Tensor, s_neg: torch.Tensor, tau: fl
             the float64 result (to about 1e-15 relative), which the book's numerics guarantee
             (1e-6 relative for every tau in [1e-4, 1e2]) rests on below ``tau`` of about 0.2
             (book: "Input validation and failure modes").
-        check_values: run the checks that read values on the host (default True: finite
-            inputs, a valid tensor ``tau``, a finite loss); False reads none, so nothing waits
+        check_values: run the checks that read values on the host (finite inputs, a valid
+            tensor ``tau``, a finite loss; default None: on in eager mode, off under
+            ``torch.compile``); False reads none, so nothing waits
             for the device (module docstring, "Value checks"; a tensor ``tau`` is then divided
             into the similarities, in float64).
     Returns:
@@ -318,8 +319,9 @@ def info_nce(anchor: torch.Tensor, positive: torch.Tensor, negatives: torch.Tens
             [1e-4, 1e2] and k up to 10^6 holds with ``accumulate=torch.float64`` (needed below
             tau of about 0.2, and for the gradients at k beyond about 10^5; book: "Input
             validation and failure modes").
-        check_values: run the checks that read values on the host (default True: the unit
-            norms or finite entries, a valid tensor ``tau``, a finite loss); False reads none,
+        check_values: run the checks that read values on the host (the unit norms or finite
+            entries, a valid tensor ``tau``, a finite loss; default None: on in eager mode, off
+            under ``torch.compile``); False reads none,
             so nothing waits for the device, and ``require_unit_norm`` is then not checked
             (module docstring, "Value checks").
     Returns:

@@ -22,7 +22,7 @@ from .editions import EDITIONS
 #: torch (tests check that they agree); the extra a core-only install lacks.
 PAPERS = ("a4", "letter")
 DEVICES = ("auto", "cpu", "cuda")
-BOOK_EXTRA = "infonce-book[book]"
+BOOK_EXTRA = ".[book]"
 
 
 def _seed(value: str) -> int:
@@ -50,8 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     cmd["run"].add_argument("chapter", help="chapter name, e.g. c1_rate (see `infonce-book chapters`)")
     for c in (cmd["run"], cmd["build"]):
         c.add_argument("--profile", choices=PROFILES, default="standard",
-                       help="experiment sizes: smoke (CI, minutes), standard (CPU), full (GPU)")
-        c.add_argument("--device", type=_device, default="auto", help="auto (CUDA when present), cpu or cuda")
+                       help="experiment sizes: smoke (CI, minutes), standard (CPU; the default), full (GPU)")
+        c.add_argument("--device", type=_device, default="auto",
+                       help="auto (the default: CUDA when present), cpu or cuda")
         c.add_argument("--seed", type=_seed, default=0, help="seed of every random draw (default 0)")
         c.add_argument("--force", action="store_true", help="re-execute even if nothing changed")
     for name in ("run", "build", "pdf", "ledger"):
@@ -60,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
         cmd[name].add_argument("--edition", choices=EDITIONS, default="web", help="web (default: _build/html, "
                                "_build/pdf) or students (no solutions: _build/html-students, _build/pdf-students)")
     cmd["pdf"].add_argument("--paper", choices=sorted(PAPERS), default="a4", help="paper size (default: a4)")
-    cmd["ledger"].add_argument("--format", choices=("json", "table"), default="table")
+    cmd["ledger"].add_argument("--format", choices=("json", "table"), default="table", help="default: table")
     cmd["ledger"].add_argument("--id", dest="record_ids", nargs="+", default=None, metavar="ID", help="only these "
                                "records, by id (e.g. 4.C5-rademacher-slope-k) or old id (C5-rademacher-slope-k)")
     return p
@@ -82,7 +83,7 @@ _BOOK_MODULES = ("pandas", "matplotlib", "papermill", "jupytext", "nbformat", "i
 
 def _missing_extra(name: str) -> int:
     print(f"error: this command needs {name!r}, which the core install leaves out; install the book's "
-          f"extra: pip install '{BOOK_EXTRA}' (from a clone: pip install -e '.[book]')", file=sys.stderr)
+          f"extra: pip install -e '{BOOK_EXTRA}' in the repository's folder", file=sys.stderr)
     return 2
 
 
@@ -151,13 +152,17 @@ def _main(argv=None) -> int:
             if args.format == "json":
                 print(json.dumps(records, indent=2))
             else:
-                print(format_table(records) if records else "no ledger records: run `infonce-book build` first")
+                print(format_table(records) if records else
+                      "no ledger records: run `infonce-book build` (or `infonce-book run <chapter>`) first")
         elif args.command == "pdf":
             from .typeset import build_pdfs  # the print route's tool chain: per command
 
             print(build_pdfs(args.build_dir or root / "_build", root, edition=args.edition, paper=args.paper,
                              log=log).book)
         else:
+            if args.command == "run":  # an unknown chapter is told before the heavy imports
+                from .pages import resolve_chapter  # yaml ([book] extra): per command
+                resolve_chapter(args.chapter, root)
             from . import run as pipeline  # the pipeline proper: torch, papermill (not for the light commands)
 
             if args.command == "run":
